@@ -1,0 +1,295 @@
+#include "engine/allocator.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <set>
+
+#include "engine/attachment_index.h"
+#include "engine/next_fit.h"
+#include "engine/recovery.h"
+#include "engine/slot_ops.h"
+#include "shm/atomic_word.h"
+#include "shm/clock.h"
+
+namespace shmipam::engine {
+
+using format::EntryState;
+using shm::EntryWord;
+
+namespace {
+
+// Holds a lease for the duration of one operation.
+class LeaseGuard {
+public:
+    explicit LeaseGuard(NetworkStore& store) : store_(store) {}
+    ~LeaseGuard() {
+        if (held_) store_.index().leases().release(handle_);
+    }
+    LeaseGuard(const LeaseGuard&) = delete;
+    LeaseGuard& operator=(const LeaseGuard&) = delete;
+
+    Status acquire() {
+        for (int attempt = 0; attempt < 3; ++attempt) {
+            auto h = store_.index().leases().acquire(store_.self());
+            if (h) {
+                handle_ = *h;
+                held_ = true;
+                return Ok{};
+            }
+            // Full: dead holders may be hogging leases.
+            if (reap_dead_leases(store_) == 0) usleep(10'000);
+        }
+        return make_error(Code::kTryAgainLater, "every lease of the network is held");
+    }
+    const shm::LeaseHandle& handle() const { return handle_; }
+
+private:
+    NetworkStore& store_;
+    shm::LeaseHandle handle_;
+    bool held_ = false;
+};
+
+AttachmentIndex make_index(NetworkStore& store) {
+    return AttachmentIndex(store.index(), [&store](const EntryWord& w) {
+        return reap_named_if_dead(store, w.lease_index, w.lease_gen);
+    });
+}
+
+void copy_truncated(char* dst, size_t cap, const std::string& s) {
+    std::memset(dst, 0, cap);
+    std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
+}
+
+IpAddress ref_address(const format::AddressRef& r) {
+    std::array<uint8_t, 16> b{};
+    std::copy(std::begin(r.address), std::end(r.address), b.begin());
+    return IpAddress::from_bytes(Family(r.family), b);
+}
+
+// How long a DEL waits for a concurrent ADD or DEL of the same attachment to finish.
+constexpr int kBusyWaitMs = 2000;
+
+}  // namespace
+
+Expected<std::vector<std::optional<IpAddress>>> Allocator::map_requests(
+    const std::vector<IpAddress>& requested) {
+    std::vector<std::optional<IpAddress>> per_set(cfg_.range_sets.size());
+    for (const IpAddress& a : requested) {
+        bool placed = false;
+        for (size_t s = 0; s < cfg_.range_sets.size() && !placed; ++s) {
+            const RangeSet& set = cfg_.range_sets[s];
+            if (!range_index_for(set, a)) continue;
+            if (excluded_in_set(set, a)) {
+                return make_error(Code::kRequestedAddressInvalid,
+                                  "requested IP address " + a.to_string() +
+                                      " is a network, broadcast or gateway address");
+            }
+            if (per_set[s]) {
+                return make_error(Code::kRequestedAddressInvalid,
+                                  "more than one requested IP address in range set " +
+                                      to_string(set));
+            }
+            per_set[s] = a;
+            placed = true;
+        }
+        if (!placed) {
+            return make_error(Code::kRequestedAddressInvalid,
+                              "requested IP address " + a.to_string() + " is not in any range");
+        }
+    }
+    return per_set;
+}
+
+Expected<std::vector<AllocatedAddress>> Allocator::describe(uint64_t entry_index) {
+    const format::Entry& e = store_.index().entry(entry_index);
+    std::vector<AllocatedAddress> out;
+    for (size_t r = 0; r < std::min<size_t>(e.ref_count, format::kMaxRangeSets); ++r) {
+        const format::AddressRef& ref = e.refs[r];
+        if (ref.family != 4 && ref.family != 6) continue;
+        AllocatedAddress aa{ref_address(ref), ref.range_set, nullptr};
+        for (size_t s = 0; s < cfg_.range_sets.size() && aa.range == nullptr; ++s) {
+            if (auto i = range_index_for(cfg_.range_sets[s], aa.address)) {
+                aa.range = &cfg_.range_sets[s][*i];
+                aa.range_set = s;
+            }
+        }
+        if (aa.range == nullptr) {
+            return make_error(Code::kInvalidConfig,
+                              "the attachment holds " + aa.address.to_string() +
+                                  ", which is outside every configured range");
+        }
+        out.push_back(aa);
+    }
+    return out;
+}
+
+Expected<AddOutcome> Allocator::add(const AddRequest& req) {
+    auto requests = map_requests(req.requested);
+    if (!requests) return requests.error();
+    if (cfg_.range_sets.size() > format::kMaxRangeSets) {
+        return make_error(Code::kInvalidConfig, "at most " + std::to_string(format::kMaxRangeSets) +
+                                                    " range sets are supported");
+    }
+    LeaseGuard lease(store_);
+    if (auto st = lease.acquire(); !st) return st.error();
+    reap_dead_leases(store_);
+
+    const Fingerprint fp = fingerprint(req.key.container_id, req.key.ifname);
+    AttachmentIndex index = make_index(store_);
+    const EntryClaim claim = index.claim(fp, lease.handle());
+    switch (claim.kind) {
+        case ClaimKind::kExisting: {
+            auto addrs = describe(claim.entry.index);
+            if (!addrs) return addrs.error();
+            return AddOutcome{std::move(*addrs), true};
+        }
+        case ClaimKind::kBusy:
+            shm::bump_counter(store_.index().header().busy_rejections);
+            return make_error(Code::kTryAgainLater,
+                              "another ADD for container " + req.key.container_id + " interface " +
+                                  req.key.ifname + " is in progress");
+        case ClaimKind::kFull:
+            return make_error(Code::kIndexFull, "the network's attachment index is full",
+                              std::to_string(store_.index().entry_count()) + " entries");
+        case ClaimKind::kClaimed:
+            break;
+    }
+    const uint64_t e = claim.entry.index;
+    const uint64_t entry_word = claim.entry.word;
+    format::Entry& ent = store_.index().entry(e);
+    ent.created_unix_ns = shm::unix_ns();
+    ent.flags = 0;
+    copy_truncated(ent.ifname, sizeof ent.ifname, req.key.ifname);
+    copy_truncated(ent.container_id, sizeof ent.container_id, req.key.container_id);
+    const std::string pod = req.pod.name.empty() ? "" : req.pod.namespace_ + "/" + req.pod.name;
+    copy_truncated(ent.pod, sizeof ent.pod, pod);
+    std::memset(ent.refs, 0, sizeof ent.refs);
+    std::atomic_thread_fence(std::memory_order_release);
+    ent.ref_count = uint8_t(cfg_.range_sets.size());
+
+    std::vector<ClaimedSlot> claimed;
+    size_t current_set = 0;
+    ClaimContext ctx{store_, lease.handle(), cfg_.reuse_delay_ms * 1'000'000, shm::boot_ns(),
+                     [&](const IpAddress& a) {
+                         format::AddressRef& ref = ent.refs[current_set];
+                         auto b = a.to_bytes();
+                         std::copy(b.begin(), b.end(), ref.address);
+                         ref.family = uint8_t(a.family);
+                         ref.block_prefix = store_.block_prefix(a.family);
+                         ref.range_set = uint8_t(current_set);
+                         std::atomic_thread_fence(std::memory_order_seq_cst);
+                     }};
+    // Every range set keeps its slot CLAIMING until all have one; then they publish together.
+    for (current_set = 0; current_set < cfg_.range_sets.size(); ++current_set) {
+        const RangeSet& set = cfg_.range_sets[current_set];
+        auto got = (*requests)[current_set]
+                       ? claim_requested(ctx, set, *(*requests)[current_set])
+                       : claim_next(ctx, set, current_set);
+        if (!got) {
+            roll_back_claim(store_, e, entry_word);
+            return got.error();
+        }
+        claimed.push_back(*got);
+    }
+    const uint64_t now = shm::unix_ns();
+    for (size_t s = 0; s < claimed.size(); ++s) {
+        slot_ops::publish(*claimed[s].block, claimed[s].slot, claimed[s].word,
+                          slot_ops::owner_word(e, s), fp.fp1, now);
+    }
+    if (!index.commit(claim.entry, fp)) {
+        // Only a healer that judged us dead could have changed our entry: never expected.
+        return make_error(Code::kInternal, "attachment entry changed during ADD");
+    }
+    shm::bump_counter(store_.index().header().adds);
+    auto addrs = describe(e);
+    if (!addrs) return addrs.error();
+    return AddOutcome{std::move(*addrs), false};
+}
+
+bool Allocator::release_entry(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease) {
+    AttachmentIndex index = make_index(store_);
+    store_.index().leases().set_target(lease, entry_index + 1);
+    uint64_t releasing = 0;
+    if (!index.begin_release({entry_index, word}, lease, &releasing)) return false;
+    complete_release(store_, entry_index, releasing);
+    shm::bump_counter(store_.index().header().dels);
+    return true;
+}
+
+Status Allocator::del(const AttachmentKey& key) {
+    LeaseGuard lease(store_);
+    if (auto st = lease.acquire(); !st) return st.error();
+    reap_dead_leases(store_);
+    const Fingerprint fp = fingerprint(key.container_id, key.ifname);
+    AttachmentIndex index = make_index(store_);
+    for (int waited_ms = 0;;) {
+        bool busy = false;
+        bool changed = false;
+        for (const EntryRef& e : index.find(fp)) {
+            const EntryWord w = EntryWord::decode(e.word);
+            if (w.state == EntryState::kCommitted) {
+                if (!release_entry(e.index, e.word, lease.handle())) changed = true;
+            } else if (reap_named_if_dead(store_, w.lease_index, w.lease_gen)) {
+                changed = true;
+            } else {
+                busy = true;  // a live ADD or DEL of the same attachment: let it finish
+            }
+        }
+        if (!busy && !changed) return Ok{};
+        if (busy) {
+            if (waited_ms >= kBusyWaitMs) {
+                return make_error(Code::kTryAgainLater,
+                                  "another operation on container " + key.container_id +
+                                      " interface " + key.ifname + " is in progress");
+            }
+            usleep(1000);
+            ++waited_ms;
+        }
+    }
+}
+
+Expected<std::vector<AllocatedAddress>> Allocator::addresses_of(const AttachmentKey& key) {
+    const Fingerprint fp = fingerprint(key.container_id, key.ifname);
+    AttachmentIndex index = make_index(store_);
+    for (const EntryRef& e : index.find(fp)) {
+        if (EntryWord::decode(e.word).state == EntryState::kCommitted) return describe(e.index);
+    }
+    return make_error(Code::kCheckNoAllocation, "no address is allocated to container " +
+                                                    key.container_id + " interface " + key.ifname);
+}
+
+Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
+    std::set<std::pair<uint64_t, uint64_t>> keep;
+    for (const auto& k : valid) {
+        const Fingerprint f = fingerprint(k.container_id, k.ifname);
+        keep.insert({f.fp1, f.fp2});
+    }
+    LeaseGuard lease(store_);
+    if (auto st = lease.acquire(); !st) return st.error();
+    reap_dead_leases(store_);
+    GcOutcome out;
+    shm::IndexFile& idx = store_.index();
+    for (uint64_t i = 0; i < idx.entry_count(); ++i) {
+        const uint64_t w = shm::load_word(idx.entry(i).state);
+        if (EntryWord::decode(w).state != EntryState::kCommitted) continue;
+        auto f = AttachmentIndex::read_fp(idx.entry(i), w);
+        if (!f || keep.count({f->fp1, f->fp2}) != 0) continue;
+        if (release_entry(i, w, lease.handle())) ++out.released;
+    }
+    return out;
+}
+
+Status Allocator::status() {
+    for (size_t s = 0; s < cfg_.range_sets.size(); ++s) {
+        auto ok = can_serve(store_, cfg_.range_sets[s]);
+        if (!ok) return ok.error();
+        if (!*ok) {
+            return make_error(Code::kUnavailable, "no IP addresses available in range set " +
+                                                      to_string(cfg_.range_sets[s]));
+        }
+    }
+    return Ok{};
+}
+
+}  // namespace shmipam::engine

@@ -1,0 +1,62 @@
+// The allocation policy: ADD, DEL, CHECK, GC and STATUS over a network's store. Pure logic:
+// no environment, no output (the plugin and shmipamctl do those).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/fingerprint.h"
+#include "engine/network_config.h"
+#include "engine/network_store.h"
+
+namespace shmipam::engine {
+
+struct AddRequest {
+    AttachmentKey key;
+    std::vector<IpAddress> requested;  // at most one per range set
+    PodRef pod;
+};
+
+struct AllocatedAddress {
+    IpAddress address;
+    size_t range_set = 0;
+    const Range* range = nullptr;  // the configured range holding it (prefix, gateway)
+};
+
+struct AddOutcome {
+    std::vector<AllocatedAddress> addresses;  // one per range set, in range-set order
+    bool existing = false;  // the attachment already held them (a repeated ADD)
+};
+
+struct GcOutcome {
+    size_t released = 0;
+};
+
+class Allocator {
+public:
+    Allocator(NetworkStore& store, const NetworkConfig& cfg) : store_(store), cfg_(cfg) {}
+
+    Expected<AddOutcome> add(const AddRequest& req);
+    // Idempotent: an unknown attachment is not an error.
+    Status del(const AttachmentKey& key);
+    // The addresses the attachment holds (CHECK). kCheckNoAllocation when it holds none.
+    Expected<std::vector<AllocatedAddress>> addresses_of(const AttachmentKey& key);
+    // Releases every committed attachment not in `valid`.
+    Expected<GcOutcome> gc(const std::vector<AttachmentKey>& valid);
+    // kUnavailable when some range set could not serve an ADD.
+    Status status();
+
+private:
+    Expected<std::vector<AllocatedAddress>> describe(uint64_t entry_index);
+    Expected<std::vector<std::optional<IpAddress>>> map_requests(
+        const std::vector<IpAddress>& requested);
+    // Releases a committed entry (DEL, GC). False when it changed under us (look again).
+    bool release_entry(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease);
+
+    NetworkStore& store_;
+    const NetworkConfig& cfg_;
+};
+
+}  // namespace shmipam::engine

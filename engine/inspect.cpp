@@ -1,0 +1,237 @@
+#include "engine/inspect.h"
+
+#include <map>
+#include <set>
+
+#include "engine/attachment_index.h"
+#include "engine/slot_ops.h"
+#include "shm/atomic_word.h"
+#include "shm/state_words.h"
+
+namespace shmipam::engine {
+
+using format::EntryState;
+using format::SlotState;
+using shm::EntryWord;
+using shm::SlotWord;
+
+const char* slot_state_name(SlotState s) {
+    switch (s) {
+        case SlotState::kFree: return "free";
+        case SlotState::kClaiming: return "claiming";
+        case SlotState::kAllocated: return "allocated";
+        case SlotState::kReleasing: return "releasing";
+        case SlotState::kCooling: return "cooling";
+        case SlotState::kReserved: return "reserved";
+        case SlotState::kSticky: return "sticky";
+    }
+    return "invalid";
+}
+
+namespace {
+
+IpAddress block_base(const shm::BlockFile& b) {
+    const auto g = b.geometry();
+    return IpAddress::from_bytes(Family(g.family), g.base);
+}
+
+IpAddress ref_address(const format::AddressRef& r) {
+    std::array<uint8_t, 16> b{};
+    std::copy(std::begin(r.address), std::end(r.address), b.begin());
+    return IpAddress::from_bytes(Family(r.family), b);
+}
+
+std::string fixed(const char* s, size_t cap) { return std::string(s, strnlen(s, cap)); }
+
+// Whether the lease (index, low 16 bits of gen) is held by a live process right now.
+bool lease_live(NetworkStore& store, uint16_t index, uint16_t gen) {
+    auto& leases = store.index().leases();
+    if (index >= leases.size()) return false;
+    const uint64_t w = leases.word(index);
+    if (shm::LeaseTable::pid_of(w) == 0 || shm::LeaseTable::gen_of(w) != gen) return false;
+    return leases.judge(index, w, store.self()) == shm::Holder::kAlive;
+}
+
+}  // namespace
+
+Expected<NetworkDump> dump(NetworkStore& store) {
+    NetworkDump d;
+    auto& h = store.index().header();
+    d.network = shm::read_fixed(h.network, sizeof h.network);
+    d.data_dir = shm::read_fixed(h.data_dir, sizeof h.data_dir);
+    d.adds = shm::load_word(h.adds);
+    d.dels = shm::load_word(h.dels);
+    d.dead_leases_reaped = shm::load_word(h.dead_leases_reaped);
+    d.busy_rejections = shm::load_word(h.busy_rejections);
+    auto blocks = store.all_blocks();
+    if (!blocks) return blocks.error();
+    for (shm::BlockFile* b : *blocks) {
+        const IpAddress base = block_base(*b);
+        BlockView bv;
+        bv.cidr = base.to_string() + "/" + std::to_string(b->header().prefix);
+        bv.slots = b->slot_count();
+        bv.claims = shm::load_word(b->header().claims);
+        bv.releases = shm::load_word(b->header().releases);
+        bv.cas_retries = shm::load_word(b->header().cas_retries);
+        bv.rollbacks = shm::load_word(b->header().rollbacks);
+        for (uint64_t i = 0; i < b->slot_count(); ++i) {
+            const uint64_t w = slot_ops::load_state(*b, i);
+            const SlotWord sw = SlotWord::decode(w);
+            if (sw.state == SlotState::kFree) continue;
+            if (sw.state == SlotState::kCooling) ++bv.cooling; else ++bv.in_use;
+            SlotView v;
+            v.address = IpAddress{base.value + i, base.family};
+            v.state = slot_state_name(sw.state);
+            v.generation = sw.gen;
+            const format::Slot& s = b->slot(i);
+            if (sw.state == SlotState::kClaiming || sw.state == SlotState::kReleasing) {
+                v.holder_pid = shm::LeaseTable::pid_of(store.index().leases().word(sw.lease_index));
+            }
+            v.allocated_unix_ns = shm::load_word(s.allocated_unix_ns);
+            v.released_boot_ns = shm::load_word(s.changed_boot_ns);
+            const uint64_t owner = slot_ops::owner_entry_plus_one(shm::load_word(s.owner));
+            if (sw.state != SlotState::kCooling && owner != 0 &&
+                owner <= store.index().entry_count()) {
+                const format::Entry& e = store.index().entry(owner - 1);
+                v.container_id = fixed(e.container_id, sizeof e.container_id);
+                v.ifname = fixed(e.ifname, sizeof e.ifname);
+                v.pod = fixed(e.pod, sizeof e.pod);
+                v.imported = (e.flags & format::kEntryFlagImported) != 0;
+            }
+            d.slots.push_back(v);
+        }
+        d.blocks.push_back(bv);
+    }
+    auto& leases = store.index().leases();
+    for (uint32_t i = 0; i < leases.size(); ++i) {
+        const uint64_t w = leases.word(i);
+        if (shm::LeaseTable::pid_of(w) == 0) continue;
+        d.leases.push_back({i, shm::LeaseTable::pid_of(w),
+                            leases.judge(i, w, store.self()) == shm::Holder::kAlive});
+    }
+    return d;
+}
+
+Expected<VerifyReport> verify(NetworkStore& store) {
+    VerifyReport rep;
+    auto add = [&](std::string kind, std::string detail) {
+        rep.violations.push_back({std::move(kind), std::move(detail)});
+    };
+    shm::IndexFile& idx = store.index();
+
+    // Leases held by dead processes: their work was never healed.
+    auto& leases = idx.leases();
+    for (uint32_t i = 0; i < leases.size(); ++i) {
+        const uint64_t w = leases.word(i);
+        if (shm::LeaseTable::pid_of(w) == 0) continue;
+        if (leases.judge(i, w, store.self()) == shm::Holder::kDead) {
+            add("dead-lease", "lease " + std::to_string(i) + " is held by dead pid " +
+                                  std::to_string(shm::LeaseTable::pid_of(w)));
+        }
+    }
+
+    // Entries: consistent states, fingerprints, references.
+    std::map<std::pair<int, u128>, uint64_t> address_owner;  // address -> committed entry
+    std::set<std::pair<uint64_t, uint64_t>> seen_fps;
+    for (uint64_t e = 0; e < idx.entry_count(); ++e) {
+        const format::Entry& ent = idx.entry(e);
+        const uint64_t w = shm::load_word(ent.state);
+        const EntryWord ew = EntryWord::decode(w);
+        if (ew.state == EntryState::kEmpty || ew.state == EntryState::kTombstone) continue;
+        ++rep.entries_checked;
+        const std::string name = "entry " + std::to_string(e) + " (" +
+                                 fixed(ent.container_id, sizeof ent.container_id) + "/" +
+                                 fixed(ent.ifname, sizeof ent.ifname) + ")";
+        if (int(ew.state) > int(EntryState::kTombstone)) {
+            add("invalid-entry-state", name + " has state " + std::to_string(int(ew.state)));
+            continue;
+        }
+        if (ew.state == EntryState::kClaiming || ew.state == EntryState::kReleasing) {
+            if (!lease_live(store, ew.lease_index, ew.lease_gen)) {
+                add("stuck-entry", name + " is " +
+                                       (ew.state == EntryState::kClaiming ? "claiming" : "releasing") +
+                                       " for a lease whose holder is gone");
+            }
+            continue;
+        }
+        auto fp = AttachmentIndex::read_fp(ent, w);
+        if (!fp) {
+            add("bad-fingerprint", name + " is committed but its fingerprint is not stamped");
+            continue;
+        }
+        if (!seen_fps.insert({fp->fp1, fp->fp2}).second) {
+            add("duplicate-attachment", name + " is committed twice in the index");
+        }
+        const size_t n = std::min<size_t>(ent.ref_count, format::kMaxRangeSets);
+        for (size_t r = 0; r < n; ++r) {
+            const format::AddressRef& ref = ent.refs[r];
+            if (ref.family != 4 && ref.family != 6) {
+                add("missing-ref", name + " has no address for range set " + std::to_string(r));
+                continue;
+            }
+            const IpAddress a = ref_address(ref);
+            auto [it, fresh] = address_owner.insert({{int(a.family), a.value}, e});
+            if (!fresh) {
+                add("duplicate-address", a.to_string() + " is held by " + name + " and by entry " +
+                                             std::to_string(it->second));
+            }
+            auto block = store.block_for(a, false);
+            if (!block) return block.error();
+            if (*block == nullptr) {
+                add("dangling-ref", name + " holds " + a.to_string() + " whose block does not exist");
+                continue;
+            }
+            const uint64_t s = store.slot_of(a);
+            const SlotWord sw = SlotWord::decode(slot_ops::load_state(**block, s));
+            const uint64_t owner =
+                slot_ops::owner_entry_plus_one(shm::load_word((*block)->slot(s).owner));
+            if (sw.state != SlotState::kAllocated || owner != e + 1) {
+                add("dangling-ref", name + " holds " + a.to_string() + " but its slot is " +
+                                        slot_state_name(sw.state) + " owned by entry " +
+                                        std::to_string(int64_t(owner) - 1));
+            }
+        }
+    }
+
+    // Slots: valid states, owners that hold them, no stuck transitions.
+    auto blocks = store.all_blocks();
+    if (!blocks) return blocks.error();
+    for (shm::BlockFile* b : *blocks) {
+        const IpAddress base = block_base(*b);
+        for (uint64_t i = 0; i < b->slot_count(); ++i) {
+            ++rep.slots_checked;
+            const uint64_t w = slot_ops::load_state(*b, i);
+            const SlotWord sw = SlotWord::decode(w);
+            const IpAddress a{base.value + i, base.family};
+            const bool bit = (shm::load_word(b->bitmap()[i / 64]) >> (i % 64)) & 1;
+            if (bit != slot_ops::busy(sw.state)) ++rep.hint_mismatches;
+            if (int(sw.state) > int(SlotState::kSticky)) {
+                add("invalid-slot-state", a.to_string() + " has state " + std::to_string(int(sw.state)));
+                continue;
+            }
+            if (sw.state == SlotState::kClaiming || sw.state == SlotState::kReleasing) {
+                if (!lease_live(store, sw.lease_index, sw.lease_gen)) {
+                    add(sw.state == SlotState::kClaiming ? "stuck-claim" : "stuck-release",
+                        a.to_string() + " is " + slot_state_name(sw.state) +
+                            " for a lease whose holder is gone");
+                }
+                continue;
+            }
+            if (sw.state != SlotState::kAllocated) continue;
+            const uint64_t owner = slot_ops::owner_entry_plus_one(shm::load_word(b->slot(i).owner));
+            auto it = address_owner.find({int(a.family), a.value});
+            if (it != address_owner.end() && it->second + 1 == owner) continue;
+            // Allocated to an entry that is still being claimed by a live ADD is fine.
+            if (owner != 0 && owner <= idx.entry_count()) {
+                const EntryWord ew = EntryWord::decode(shm::load_word(idx.entry(owner - 1).state));
+                if (ew.state == EntryState::kClaiming && lease_live(store, ew.lease_index, ew.lease_gen)) {
+                    continue;
+                }
+            }
+            add("orphan-allocation", a.to_string() + " is allocated but no committed attachment holds it");
+        }
+    }
+    return rep;
+}
+
+}  // namespace shmipam::engine

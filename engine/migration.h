@@ -1,0 +1,23 @@
+// Taking over a node from host-local: its allocation files in <dataDir>/<network>/ (one file
+// per address, named by the address, holding "containerID\r\nifname") become committed
+// attachments when the network's index is first created, so no live pod's address is handed out
+// again; last_reserved_ip.N sets range set N's cursor so allocation order carries on.
+#pragma once
+
+#include <functional>
+
+#include "engine/ip_address.h"
+#include "engine/network_config.h"
+#include "shm/block_file.h"
+#include "shm/index_file.h"
+
+namespace shmipam::engine {
+
+using BlockOpener = std::function<Expected<shm::BlockFile*>(const IpAddress&)>;
+
+// Runs on the index while it is still aside (unpublished). Deterministic for a given directory,
+// so racing first callers build identical state. Addresses outside every range are skipped.
+Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
+                         const BlockOpener& open_block);
+
+}  // namespace shmipam::engine

@@ -1,0 +1,37 @@
+// What the engine needs to know about a network: its name, where its state lives, its range
+// sets and policy knobs. The plugin builds it from the CNI config; the engine never reads env.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ip_address.h"
+#include "engine/range.h"
+
+namespace shmipam::engine {
+
+struct NetworkConfig {
+    std::string name;
+    std::string data_dir = "/var/lib/cni/networks";  // as host-local
+    std::string run_dir = "/run/shmipam";            // arenas: <run_dir>/<name>/
+    std::vector<RangeSet> range_sets;
+    uint8_t block_prefix_v4 = 24;
+    uint8_t block_prefix_v6 = 120;
+    uint64_t reuse_delay_ms = 30'000;  // cool-down before a released address is handed out again
+
+    std::string state_dir() const { return run_dir + "/" + name; }
+    std::string host_local_dir() const { return data_dir + "/" + name; }
+};
+
+struct AttachmentKey {
+    std::string container_id;
+    std::string ifname;
+};
+
+struct PodRef {
+    std::string namespace_;
+    std::string name;
+};
+
+}  // namespace shmipam::engine

@@ -1,0 +1,156 @@
+#include "engine/network_store.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+
+#include "engine/migration.h"
+
+namespace shmipam::engine {
+
+namespace {
+
+constexpr uint64_t kMinEntries = 1024;
+constexpr uint64_t kMaxEntries = uint64_t{1} << 17;
+
+// Room for every attachment the ranges can serve at a load factor of at most 0.8.
+uint64_t entries_for(const NetworkConfig& cfg) {
+    u128 need = ~u128{0};
+    for (const auto& set : cfg.range_sets) need = std::min(need, usable_count(set));
+    need = need + need / 4;
+    uint64_t n = kMinEntries;
+    while (n < kMaxEntries && u128{n} < need) n <<= 1;
+    return n;
+}
+
+}  // namespace
+
+uint8_t NetworkStore::block_prefix(Family f) const {
+    return f == Family::kV4 ? prefix_v4_ : prefix_v6_;
+}
+
+IpAddress NetworkStore::block_base(const IpAddress& a) const {
+    Cidr c{a, block_prefix(a.family)};
+    return c.network();
+}
+
+std::string NetworkStore::block_file_name(const IpAddress& base, int prefix) {
+    std::string s = base.to_string();
+    std::replace(s.begin(), s.end(), ':', '-');  // keep names friendly to every tool
+    return s + "_" + std::to_string(prefix) + ".blk";
+}
+
+Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& cfg,
+                                                           const shm::ProcessIdentity& self) {
+    std::unique_ptr<NetworkStore> s(new NetworkStore());
+    s->dir_ = cfg.state_dir();
+    s->who_ = shm::FileIdentity{cfg.data_dir, cfg.name};
+    s->self_ = self;
+    s->prefix_v4_ = cfg.block_prefix_v4;
+    s->prefix_v6_ = cfg.block_prefix_v6;
+    if (auto st = shm::make_dirs(s->dir_); !st) return st.error();
+    shm::IndexGeometry g{entries_for(cfg), cfg.block_prefix_v4, cfg.block_prefix_v6};
+    NetworkStore* raw = s.get();
+    auto index = shm::IndexFile::open_or_create(s->dir_, g, s->who_, [&](shm::IndexFile& aside) {
+        return import_host_local(cfg, aside, [raw](const IpAddress& a) {
+            return raw->block_for(a, true);
+        });
+    });
+    if (!index) return index.error();
+    s->index_ = std::move(*index);
+    const auto& h = s->index_.header();
+    if (h.block_prefix_v4 != cfg.block_prefix_v4 || h.block_prefix_v6 != cfg.block_prefix_v6) {
+        return make_error(Code::kInvalidConfig,
+                          "blockSize differs from the one network \"" + cfg.name +
+                              "\" was created with (IPv4 /" + std::to_string(h.block_prefix_v4) +
+                              ", IPv6 /" + std::to_string(h.block_prefix_v6) + ")");
+    }
+    if (s->index_.retired()) {
+        return make_error(Code::kArenaDamaged, "the network's index is retired: " + s->index_.path());
+    }
+    return s;
+}
+
+Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::string& state_dir,
+                                                                    shm::Access access) {
+    std::unique_ptr<NetworkStore> s(new NetworkStore());
+    s->dir_ = state_dir;
+    s->access_ = access;
+    auto index = shm::IndexFile::open_existing(state_dir + "/" + shm::IndexFile::kFileName, access,
+                                               nullptr);
+    if (!index) return index.error();
+    s->index_ = std::move(*index);
+    const auto& h = s->index_.header();
+    s->who_ = shm::FileIdentity{shm::read_fixed(h.data_dir, sizeof h.data_dir),
+                                shm::read_fixed(h.network, sizeof h.network)};
+    s->prefix_v4_ = h.block_prefix_v4;
+    s->prefix_v6_ = h.block_prefix_v6;
+    return s;
+}
+
+Expected<shm::BlockFile*> NetworkStore::block_for(const IpAddress& a, bool create) {
+    const IpAddress base = block_base(a);
+    const auto key = std::make_pair(int(base.family), base.value);
+    if (auto it = blocks_.find(key); it != blocks_.end()) return it->second.get();
+    const int prefix = block_prefix(a.family);
+    const std::string name = block_file_name(base, prefix);
+    shm::BlockGeometry g;
+    g.family = uint8_t(a.family);
+    g.prefix = uint8_t(prefix);
+    g.base = base.to_bytes();
+    Expected<shm::BlockFile> b = [&]() -> Expected<shm::BlockFile> {
+        if (create) return shm::BlockFile::open_or_create(dir_, name, g, who_);
+        const std::string path = dir_ + "/" + name;
+        if (!shm::file_exists(path)) return make_error(Code::kOk, "absent");
+        auto opened = shm::BlockFile::open_existing(path, access_);
+        if (opened && opened->geometry().base != g.base) {
+            return make_error(Code::kArenaForeign, "block file holds another block: " + path);
+        }
+        return opened;
+    }();
+    if (!b) {
+        if (b.error().code == Code::kOk) return static_cast<shm::BlockFile*>(nullptr);
+        return b.error();
+    }
+    if (b->retired()) {
+        return make_error(Code::kArenaDamaged, "block arena is retired: " + b->path());
+    }
+    auto owned = std::make_unique<shm::BlockFile>(std::move(*b));
+    shm::BlockFile* raw = owned.get();
+    blocks_.emplace(key, std::move(owned));
+    return raw;
+}
+
+Expected<std::vector<shm::BlockFile*>> NetworkStore::all_blocks() {
+    DIR* d = ::opendir(dir_.c_str());
+    if (d == nullptr) return make_error(Code::kIo, "cannot read directory " + dir_);
+    std::vector<std::string> names;
+    while (dirent* ent = ::readdir(d)) {
+        std::string n = ent->d_name;
+        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".blk") == 0 && n[0] != '.') {
+            names.push_back(n);
+        }
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    std::vector<shm::BlockFile*> out;
+    for (const auto& n : names) {
+        auto b = shm::BlockFile::open_existing(dir_ + "/" + n, access_);
+        if (!b) return b.error();
+        const auto g = b->geometry();
+        const IpAddress base = IpAddress::from_bytes(Family(g.family), g.base);
+        const auto key = std::make_pair(int(base.family), base.value);
+        auto it = blocks_.find(key);
+        if (it == blocks_.end()) {
+            it = blocks_.emplace(key, std::make_unique<shm::BlockFile>(std::move(*b))).first;
+        }
+        out.push_back(it->second.get());
+    }
+    std::sort(out.begin(), out.end(), [](shm::BlockFile* x, shm::BlockFile* y) {
+        auto gx = x->geometry(), gy = y->geometry();
+        return std::make_pair(gx.family, gx.base) < std::make_pair(gy.family, gy.base);
+    });
+    return out;
+}
+
+}  // namespace shmipam::engine

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages shmipam needs to build, test and benchmark.
+# Idempotent and quick when everything is present: apt is only touched when a package is missing.
+set -euo pipefail
+
+packages=(
+    g++ cmake ninja-build pkg-config
+    libboost-dev          # Boost.Interprocess: file_mapping / mapped_region (header-only)
+    liburing-dev          # io_uring durability backend
+    libjemalloc-dev       # allocator for shmipamctl and benchmarks (never the plugin)
+    libspdlog-dev         # logging in shmipamctl (never the plugin: start-up cost)
+    nlohmann-json3-dev    # JSON for CNI stdin/stdout
+    libcli11-dev          # shmipamctl command line
+    libgtest-dev libgmock-dev
+    libbenchmark-dev
+    containernetworking-plugins  # real bridge + host-local for end-to-end and migration tests
+    iproute2              # ip netns for end-to-end tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,120 @@
+#include "shm/block_file.h"
+
+#include <cstring>
+
+#include "shm/atomic_word.h"
+#include "shm/clock.h"
+#include "shm/crc32c.h"
+
+namespace shmipam::shm {
+
+using format::BlockHeader;
+
+namespace {
+
+size_t bitmap_bytes(uint64_t slots) {
+    const size_t words = size_t((slots + 63) / 64);
+    return (words * 8 + format::kCacheLine - 1) / format::kCacheLine * format::kCacheLine;
+}
+
+}  // namespace
+
+size_t BlockFile::file_bytes_for(const BlockGeometry& g) {
+    return format::kHeaderBytes + bitmap_bytes(g.slot_count()) +
+           size_t(g.slot_count()) * sizeof(format::Slot);
+}
+
+BlockGeometry BlockFile::geometry() const {
+    BlockGeometry g;
+    g.family = header().family;
+    g.prefix = header().prefix;
+    std::memcpy(g.base.data(), header().base, 16);
+    return g;
+}
+
+bool BlockFile::retired() const { return load_word(header().retired) != 0; }
+
+Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std::string& name,
+                                              const BlockGeometry& g, const FileIdentity& who) {
+    const size_t bytes = file_bytes_for(g);
+    auto created = create_published(dir, name, bytes, [&](std::span<std::byte> mem) -> Status {
+        auto* h = reinterpret_cast<BlockHeader*>(mem.data());
+        std::memcpy(h->magic, format::kBlockMagic, 8);
+        h->version = format::kFormatVersion;
+        h->header_bytes = format::kHeaderBytes;
+        h->family = g.family;
+        h->prefix = g.prefix;
+        std::memcpy(h->base, g.base.data(), 16);
+        h->slot_count = g.slot_count();
+        h->slot_bytes = sizeof(format::Slot);
+        h->bitmap_offset = format::kHeaderBytes;
+        h->slots_offset = format::kHeaderBytes + bitmap_bytes(g.slot_count());
+        h->file_bytes = bytes;
+        h->created_unix_ns = unix_ns();
+        auto boot = read_boot_id();
+        std::memcpy(h->boot_id, boot.data(), 16);
+        if (!copy_fixed(h->data_dir, sizeof h->data_dir, who.data_dir) ||
+            !copy_fixed(h->network, sizeof h->network, who.network)) {
+            return make_error(Code::kInvalidConfig, "dataDir or network name too long");
+        }
+        h->header_crc = crc32c(h, offsetof(BlockHeader, header_crc));
+        return Ok{};
+    });
+    if (!created) return created.error();
+    auto mapped = MappedFile::open(dir + "/" + name, Access::kReadWrite);
+    if (!mapped) return mapped.error();
+    BlockFile b;
+    b.map_ = std::move(*mapped);
+    if (auto st = b.check(&g, &who); !st) return st.error();
+    return b;
+}
+
+Expected<BlockFile> BlockFile::open_existing(const std::string& path, Access access) {
+    auto mapped = MappedFile::open(path, access);
+    if (!mapped) return mapped.error();
+    BlockFile b;
+    b.map_ = std::move(*mapped);
+    if (auto st = b.check(nullptr, nullptr); !st) return st.error();
+    return b;
+}
+
+Status BlockFile::check(const BlockGeometry* expected, const FileIdentity* who) {
+    const std::string& path = map_.path();
+    if (auto st = check_header(map_.data(), map_.size(), format::kBlockMagic,
+                               offsetof(BlockHeader, header_crc), path);
+        !st) {
+        return st;
+    }
+    const BlockHeader& h = header();
+    BlockGeometry g = geometry();
+    const int bits = g.family == 4 ? 32 : g.family == 6 ? 128 : 0;
+    if (bits == 0 || g.prefix > bits || bits - g.prefix > 24 || h.slot_count != g.slot_count() ||
+        h.slot_bytes != sizeof(format::Slot) || h.bitmap_offset != format::kHeaderBytes ||
+        h.slots_offset != format::kHeaderBytes + bitmap_bytes(h.slot_count) ||
+        h.file_bytes != file_bytes_for(g) || h.file_bytes != map_.size()) {
+        return make_error(Code::kArenaDamaged, "block file geometry is inconsistent: " + path,
+                          "size " + std::to_string(map_.size()));
+    }
+    if (expected != nullptr &&
+        (g.family != expected->family || g.prefix != expected->prefix || g.base != expected->base)) {
+        return make_error(Code::kArenaForeign, "block file holds another block: " + path);
+    }
+    if (who != nullptr) {
+        if (read_fixed(h.data_dir, sizeof h.data_dir) != who->data_dir) {
+            return make_error(Code::kArenaForeign,
+                              "arena " + path + " belongs to dataDir " +
+                                  read_fixed(h.data_dir, sizeof h.data_dir) + ", not " +
+                                  who->data_dir);
+        }
+        if (read_fixed(h.network, sizeof h.network) != who->network) {
+            return make_error(Code::kArenaForeign, "arena " + path + " belongs to network " +
+                                                       read_fixed(h.network, sizeof h.network));
+        }
+    }
+    slot_count_ = h.slot_count;
+    bitmap_ = reinterpret_cast<uint64_t*>(map_.data() + h.bitmap_offset);
+    slots_ = reinterpret_cast<format::Slot*>(map_.data() + h.slots_offset);
+    return Ok{};
+}
+
+}  // namespace shmipam::shm

@@ -1,0 +1,66 @@
+#include "shm/file_identity.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "shm/crc32c.h"
+#include "shm/format.h"
+
+namespace shmipam::shm {
+
+std::array<uint8_t, 16> read_boot_id() {
+    std::array<uint8_t, 16> id{};
+    int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return id;
+    char buf[64] = {};
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    size_t k = 0;
+    for (ssize_t i = 0; i < n && k < 32; ++i) {
+        char c = buf[i];
+        int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+        if (v < 0) continue;
+        id[k / 2] = uint8_t(id[k / 2] | (k % 2 == 0 ? v << 4 : v));
+        ++k;
+    }
+    return id;
+}
+
+bool copy_fixed(char* dst, size_t cap, const std::string& s) {
+    if (s.size() >= cap) return false;
+    std::memset(dst, 0, cap);
+    std::memcpy(dst, s.data(), s.size());
+    return true;
+}
+
+std::string read_fixed(const char* src, size_t cap) { return std::string(src, strnlen(src, cap)); }
+
+Status check_header(const void* header, size_t size, const char (&magic)[8], size_t crc_offset,
+                    const std::string& path) {
+    if (size < format::kHeaderBytes) {
+        return make_error(Code::kArenaDamaged, "state file truncated: " + path,
+                          std::to_string(size) + " bytes");
+    }
+    auto* bytes = static_cast<const uint8_t*>(header);
+    if (std::memcmp(bytes, magic, 8) != 0) {
+        return make_error(Code::kArenaForeign, "not a shmipam state file of this kind: " + path);
+    }
+    uint32_t version = 0;
+    std::memcpy(&version, bytes + 8, 4);
+    if (version != format::kFormatVersion) {
+        return make_error(Code::kArenaVersion,
+                          "state file has format version " + std::to_string(version) +
+                              ", this shmipam reads version " +
+                              std::to_string(format::kFormatVersion) + ": " + path);
+    }
+    uint32_t stored = 0;
+    std::memcpy(&stored, bytes + crc_offset, 4);
+    if (crc32c(bytes, crc_offset) != stored) {
+        return make_error(Code::kArenaDamaged, "state file header checksum mismatch: " + path);
+    }
+    return Ok{};
+}
+
+}  // namespace shmipam::shm

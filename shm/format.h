@@ -1,0 +1,212 @@
+// The on-disk (on-tmpfs) format of shmipam's shared state: every byte offset, bit field and magic
+// number lives in this one header. docs/format.md is the prose beside it; change both together
+// and bump kFormatVersion on any change a reader of the old version would misread.
+//
+// Two kinds of file per network, both in <runDir>/<network>/ and both mapped shared by every
+// invocation:
+//   index        one per network: header page, lease table, attachment entries (hash table).
+//   <block>.blk  one per address block (a CIDR of the network's block size): header page,
+//                bitmap (hint), one 64-byte slot per address.
+//
+// Everything that other processes may change concurrently is a naturally aligned 8-byte word
+// accessed with std::atomic_ref. Nothing else is shared-mutable except bytes that one owner writes
+// before publishing them with a release CAS on a word (entry refs and names, slot metadata).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace shmipam::format {
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr char kBlockMagic[8] = {'S', 'H', 'M', 'I', 'P', 'B', 'L', 'K'};
+inline constexpr char kIndexMagic[8] = {'S', 'H', 'M', 'I', 'P', 'I', 'D', 'X'};
+
+inline constexpr size_t kHeaderBytes = 4096;  // both kinds of file start with one header page
+inline constexpr size_t kCacheLine = 64;
+inline constexpr size_t kDataDirBytes = 256;  // NUL-terminated; longer dataDirs are refused
+inline constexpr size_t kNetworkBytes = 128;  // NUL-terminated; longer names are refused
+inline constexpr size_t kMaxRangeSets = 4;    // addresses per attachment (one per range set)
+
+static_assert(std::atomic_ref<uint64_t>::is_always_lock_free,
+              "cross-process atomics need lock-free 8-byte words");
+
+// ---------------------------------------------------------------------------------------------
+// Slot state word (one per address, first word of the slot):
+//   bits  0..3   SlotState
+//   bits  4..15  lease index of the process driving a transition (CLAIMING / RELEASING)
+//   bits 16..31  lease generation (low 16 bits), so a reaper never mistakes a lease's next holder
+//   bits 32..63  generation: bumped by every change, so a stale CAS can never succeed (ABA)
+enum class SlotState : uint8_t {
+    kFree = 0,
+    kClaiming = 1,
+    kAllocated = 2,
+    kReleasing = 3,
+    kCooling = 4,
+    kReserved = 5,
+    kSticky = 6,
+};
+inline constexpr int kSlotStateBits = 4;
+inline constexpr int kLeaseIndexShift = 4;
+inline constexpr int kLeaseIndexBits = 12;
+inline constexpr int kLeaseGenShift = 16;
+inline constexpr int kLeaseGenBits = 16;
+inline constexpr int kSlotGenShift = 32;
+
+// ---------------------------------------------------------------------------------------------
+// Block file
+struct BlockHeader {
+    // Immutable once published; covered by header_crc.
+    char magic[8];
+    uint32_t version;
+    uint32_t header_bytes;
+    uint8_t family;        // 4 or 6
+    uint8_t prefix;        // block prefix length
+    uint8_t reserved0[6];
+    uint8_t base[16];      // block network address, big-endian 128-bit (IPv4 in the last 4 bytes)
+    uint64_t slot_count;   // 2^(address bits - prefix)
+    uint64_t slot_bytes;   // sizeof(Slot)
+    uint64_t bitmap_offset;
+    uint64_t slots_offset;
+    uint64_t file_bytes;
+    uint64_t created_unix_ns;
+    uint8_t boot_id[16];
+    char data_dir[kDataDirBytes];
+    char network[kNetworkBytes];
+    uint32_t header_crc;   // CRC32C of bytes [0, offsetof(header_crc))
+    uint32_t reserved1;
+    uint8_t pad_immutable[1024 - 512];
+
+    // Mutable, shared (offset 1024).
+    alignas(kCacheLine) uint64_t retired;  // non-zero: damaged; build a new one, never reuse
+    alignas(kCacheLine) uint64_t claims;
+    uint64_t releases;
+    uint64_t cas_retries;
+    uint64_t rollbacks;
+    uint8_t pad_tail[kHeaderBytes - 1024 - 2 * kCacheLine];
+};
+static_assert(sizeof(BlockHeader) == kHeaderBytes);
+static_assert(offsetof(BlockHeader, header_crc) < 1024);
+static_assert(offsetof(BlockHeader, retired) == 1024);
+
+struct Slot {
+    uint64_t state;          // slot state word (above)
+    uint64_t owner;          // entry index + 1 (bits 0..31), range set (bits 32..39); 0 = none
+    uint64_t owner_fp;       // fingerprint of the owning attachment (cross-check for verify)
+    uint64_t changed_boot_ns;  // CLOCK_BOOTTIME of the last release (cool-down start)
+    uint64_t allocated_unix_ns;
+    uint64_t reserved[3];
+};
+static_assert(sizeof(Slot) == 64);
+
+// ---------------------------------------------------------------------------------------------
+// Index file
+//
+// Lease word (first word of a lease):
+//   bits  0..21  pid (0 = free)
+//   bits 22..37  lease generation, bumped by every acquisition, kept when freed
+//   bits 38..63  low 26 bits of the holder's start time (clock ticks since boot; /proc/pid/stat)
+inline constexpr int kLeasePidBits = 22;
+inline constexpr int kLeaseWordGenShift = 22;
+inline constexpr int kLeaseStartShift = 38;
+inline constexpr uint32_t kLeaseCount = 1024;  // concurrent invocations per network
+
+struct Lease {
+    uint64_t word;
+    uint64_t tag;  // lease gen (bits 48..63) | pid-namespace inode (bits 0..47)
+    uint64_t acquired_boot_ms;  // lease gen (bits 48..63) | CLOCK_BOOTTIME ms (bits 0..47)
+    uint64_t target;         // entry index + 1 the holder works on (written before it claims it)
+};
+static_assert(sizeof(Lease) == 32);
+
+// Entry state word (first word of an attachment entry):
+//   bits  0..3   EntryState
+//   bits  4..15  lease index (CLAIMING / RELEASING)
+//   bits 16..31  lease generation (low 16 bits)
+//   bits 32..47  generation (bumped when claimed for a new attachment; see state_words.h)
+//   bits 48..63  top 16 bits of fp1, so a prober can tell likely matches before fp1 is written
+enum class EntryState : uint8_t {
+    kEmpty = 0,      // never used: ends no probe (probes are bounded by max_probe instead)
+    kClaiming = 1,   // an ADD owns it and is claiming addresses
+    kCommitted = 2,  // the attachment holds the addresses in refs
+    kReleasing = 3,  // a DEL/GC owns it and is releasing the addresses
+    kTombstone = 4,  // released; reusable by any insert
+};
+inline constexpr int kEntryGenShift = 32;
+inline constexpr int kEntryFpShift = 48;
+
+struct AddressRef {
+    uint8_t address[16];  // big-endian 128-bit (IPv4 in the last 4 bytes)
+    uint8_t family;       // 4 or 6
+    uint8_t block_prefix;
+    uint8_t range_set;
+    uint8_t reserved;
+};
+static_assert(sizeof(AddressRef) == 20);
+
+inline constexpr size_t kContainerIdBytes = 72;  // display copy; identity is (fp1, fp2)
+inline constexpr size_t kIfnameBytes = 16;
+inline constexpr size_t kPodBytes = 48;  // "namespace/name", display only, truncated
+
+struct Entry {
+    uint64_t state;
+    // 128-bit fingerprint of the attachment: its top 16 bits are in the state word, the next 48
+    // in fp1's low bits (high 16 bits: the entry generation the tenant claimed it with), the rest
+    // in fp2. fp2 is stored before fp1, so a matching stamp proves both belong to the tenant.
+    uint64_t fp1;
+    uint64_t fp2;
+    uint64_t created_unix_ns;
+    uint8_t ref_count;
+    uint8_t flags;
+    uint8_t reserved[6];
+    char ifname[kIfnameBytes];
+    char container_id[kContainerIdBytes];
+    AddressRef refs[kMaxRangeSets];
+    char pod[kPodBytes];
+};
+static_assert(sizeof(Entry) == 256);
+inline constexpr uint8_t kEntryFlagImported = 1;  // imported from host-local's files
+
+struct IndexHeader {
+    // Immutable once published; covered by header_crc.
+    char magic[8];
+    uint32_t version;
+    uint32_t header_bytes;
+    uint64_t entry_count;  // power of two
+    uint64_t entry_bytes;
+    uint64_t lease_count;
+    uint64_t lease_offset;
+    uint64_t entries_offset;
+    uint64_t file_bytes;
+    uint8_t block_prefix_v4;
+    uint8_t block_prefix_v6;
+    uint8_t reserved0[6];
+    uint64_t created_unix_ns;
+    uint8_t boot_id[16];
+    char data_dir[kDataDirBytes];
+    char network[kNetworkBytes];
+    uint32_t header_crc;  // CRC32C of bytes [0, offsetof(header_crc))
+    uint32_t reserved1;
+    uint8_t pad_immutable[1024 - 504];
+
+    // Mutable, shared (offset 1024).
+    alignas(kCacheLine) uint64_t retired;
+    alignas(kCacheLine) uint64_t max_probe;  // only grows; probes look this far past the bucket
+    // Next-fit cursor per range set: range index (bits 56..63) | offset in range (bits 0..55)
+    // of the address handed out last, plus one (0 = none yet).
+    alignas(kCacheLine) uint64_t cursor[kMaxRangeSets];
+    alignas(kCacheLine) uint64_t adds;
+    uint64_t dels;
+    uint64_t dead_leases_reaped;
+    uint64_t busy_rejections;
+    uint8_t pad_tail[kHeaderBytes - 1024 - 4 * kCacheLine];
+};
+static_assert(sizeof(IndexHeader) == kHeaderBytes);
+static_assert(offsetof(IndexHeader, header_crc) < 1024);
+static_assert(offsetof(IndexHeader, retired) == 1024);
+
+inline constexpr uint64_t kCursorRangeShift = 56;
+inline constexpr uint64_t kCursorOffsetMask = (uint64_t{1} << kCursorRangeShift) - 1;
+
+}  // namespace shmipam::format

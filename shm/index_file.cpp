@@ -1,0 +1,105 @@
+#include "shm/index_file.h"
+
+#include <cstring>
+
+#include "shm/atomic_word.h"
+#include "shm/clock.h"
+#include "shm/crc32c.h"
+
+namespace shmipam::shm {
+
+using format::IndexHeader;
+
+namespace {
+constexpr size_t lease_bytes() { return format::kLeaseCount * sizeof(format::Lease); }
+}  // namespace
+
+size_t IndexFile::file_bytes_for(const IndexGeometry& g) {
+    return format::kHeaderBytes + lease_bytes() + size_t(g.entry_count) * sizeof(format::Entry);
+}
+
+bool IndexFile::retired() const { return load_word(header_->retired) != 0; }
+
+Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const IndexGeometry& g,
+                                              const FileIdentity& who, const Prefill& prefill) {
+    const size_t bytes = file_bytes_for(g);
+    auto created = create_published(dir, kFileName, bytes, [&](std::span<std::byte> mem) -> Status {
+        auto* h = reinterpret_cast<IndexHeader*>(mem.data());
+        std::memcpy(h->magic, format::kIndexMagic, 8);
+        h->version = format::kFormatVersion;
+        h->header_bytes = format::kHeaderBytes;
+        h->entry_count = g.entry_count;
+        h->entry_bytes = sizeof(format::Entry);
+        h->lease_count = format::kLeaseCount;
+        h->lease_offset = format::kHeaderBytes;
+        h->entries_offset = format::kHeaderBytes + lease_bytes();
+        h->file_bytes = bytes;
+        h->block_prefix_v4 = g.block_prefix_v4;
+        h->block_prefix_v6 = g.block_prefix_v6;
+        h->created_unix_ns = unix_ns();
+        auto boot = read_boot_id();
+        std::memcpy(h->boot_id, boot.data(), 16);
+        if (!copy_fixed(h->data_dir, sizeof h->data_dir, who.data_dir) ||
+            !copy_fixed(h->network, sizeof h->network, who.network)) {
+            return make_error(Code::kInvalidConfig, "dataDir or network name too long");
+        }
+        h->header_crc = crc32c(h, offsetof(IndexHeader, header_crc));
+        if (!prefill) return Ok{};
+        IndexFile aside;
+        if (auto st = aside.bind(mem.data(), mem.size(), dir + "/" + kFileName, &who); !st) {
+            return st;
+        }
+        return prefill(aside);
+    });
+    if (!created) return created.error();
+    return open_existing(dir + "/" + kFileName, Access::kReadWrite, &who);
+}
+
+Expected<IndexFile> IndexFile::open_existing(const std::string& path, Access access,
+                                             const FileIdentity* who) {
+    auto mapped = MappedFile::open(path, access);
+    if (!mapped) return mapped.error();
+    IndexFile f;
+    f.map_ = std::move(*mapped);
+    if (auto st = f.bind(f.map_.data(), f.map_.size(), path, who); !st) return st.error();
+    return f;
+}
+
+Status IndexFile::bind(std::byte* base, size_t size, const std::string& path,
+                       const FileIdentity* who) {
+    if (auto st = check_header(base, size, format::kIndexMagic, offsetof(IndexHeader, header_crc),
+                               path);
+        !st) {
+        return st;
+    }
+    auto* h = reinterpret_cast<IndexHeader*>(base);
+    const IndexGeometry g{h->entry_count, h->block_prefix_v4, h->block_prefix_v6};
+    const bool pow2 = h->entry_count != 0 && (h->entry_count & (h->entry_count - 1)) == 0;
+    if (!pow2 || h->entry_bytes != sizeof(format::Entry) ||
+        h->lease_count != format::kLeaseCount || h->lease_offset != format::kHeaderBytes ||
+        h->entries_offset != format::kHeaderBytes + lease_bytes() ||
+        h->file_bytes != file_bytes_for(g) || h->file_bytes != size) {
+        return make_error(Code::kArenaDamaged, "index file geometry is inconsistent: " + path,
+                          "size " + std::to_string(size));
+    }
+    if (who != nullptr) {
+        if (read_fixed(h->data_dir, sizeof h->data_dir) != who->data_dir) {
+            return make_error(Code::kArenaForeign,
+                              "arena " + path + " belongs to dataDir " +
+                                  read_fixed(h->data_dir, sizeof h->data_dir) + ", not " +
+                                  who->data_dir);
+        }
+        if (read_fixed(h->network, sizeof h->network) != who->network) {
+            return make_error(Code::kArenaForeign, "arena " + path + " belongs to network " +
+                                                       read_fixed(h->network, sizeof h->network));
+        }
+    }
+    header_ = h;
+    entry_count_ = h->entry_count;
+    leases_ = LeaseTable(std::span<format::Lease>(
+        reinterpret_cast<format::Lease*>(base + h->lease_offset), h->lease_count));
+    entries_ = reinterpret_cast<format::Entry*>(base + h->entries_offset);
+    return Ok{};
+}
+
+}  // namespace shmipam::shm

@@ -1,0 +1,56 @@
+// A network's index file: header page, lease table, attachment entries (format.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "shm/file_identity.h"
+#include "shm/format.h"
+#include "shm/lease_table.h"
+#include "shm/mapped_file.h"
+
+namespace shmipam::shm {
+
+struct IndexGeometry {
+    uint64_t entry_count = 1024;  // power of two
+    uint8_t block_prefix_v4 = 24;
+    uint8_t block_prefix_v6 = 120;
+};
+
+class IndexFile {
+public:
+    static constexpr const char* kFileName = "index";
+
+    // Maps <dir>/index, creating it if it does not exist. `prefill` runs on the aside copy before
+    // it is published (the host-local import), so what it writes is there for every reader from
+    // the first moment the index exists.
+    using Prefill = std::function<Status(IndexFile&)>;
+    static Expected<IndexFile> open_or_create(const std::string& dir, const IndexGeometry& g,
+                                              const FileIdentity& who, const Prefill& prefill);
+    // Maps an existing index (tools); `who` may be null to accept any owner.
+    static Expected<IndexFile> open_existing(const std::string& path, Access access,
+                                             const FileIdentity* who);
+
+    static size_t file_bytes_for(const IndexGeometry& g);
+
+    format::IndexHeader& header() const { return *header_; }
+    format::Entry& entry(uint64_t i) const { return entries_[i]; }
+    uint64_t entry_count() const { return entry_count_; }
+    LeaseTable& leases() { return leases_; }
+    const LeaseTable& leases() const { return leases_; }
+    const std::string& path() const { return map_.path(); }
+    bool retired() const;
+
+private:
+    Status bind(std::byte* base, size_t size, const std::string& path, const FileIdentity* who);
+
+    MappedFile map_;
+    format::IndexHeader* header_ = nullptr;
+    format::Entry* entries_ = nullptr;
+    uint64_t entry_count_ = 0;
+    LeaseTable leases_{{}};
+};
+
+}  // namespace shmipam::shm

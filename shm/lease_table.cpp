@@ -1,0 +1,114 @@
+#include "shm/lease_table.h"
+
+#include <sched.h>
+#include <signal.h>
+
+#include <cerrno>
+
+#include "shm/atomic_word.h"
+#include "shm/clock.h"
+
+namespace shmipam::shm {
+
+using format::kLeasePidBits;
+using format::kLeaseStartShift;
+using format::kLeaseWordGenShift;
+
+namespace {
+constexpr uint64_t kStampShift = 48;
+constexpr uint64_t kStampValueMask = (uint64_t{1} << kStampShift) - 1;
+uint64_t stamp(uint16_t gen, uint64_t value) {
+    return (uint64_t(gen) << kStampShift) | (value & kStampValueMask);
+}
+// The value of a stamped field if it was written by the holder of generation gen, else 0.
+uint64_t unstamp(uint16_t gen, uint64_t field) {
+    return (field >> kStampShift) == gen ? field & kStampValueMask : 0;
+}
+constexpr uint64_t kPidMask = (uint64_t{1} << kLeasePidBits) - 1;
+constexpr uint64_t kStartMask = (uint64_t{1} << (64 - kLeaseStartShift)) - 1;
+}  // namespace
+
+uint16_t LeaseHandle::gen16() const { return LeaseTable::gen_of(word); }
+
+pid_t LeaseTable::pid_of(uint64_t w) { return pid_t(w & kPidMask); }
+uint16_t LeaseTable::gen_of(uint64_t w) { return uint16_t(w >> kLeaseWordGenShift); }
+uint64_t LeaseTable::start_of(uint64_t w) { return w >> kLeaseStartShift; }
+uint64_t LeaseTable::make_word(pid_t pid, uint16_t gen, uint64_t start_ticks) {
+    return (uint64_t(pid) & kPidMask) | (uint64_t(gen) << kLeaseWordGenShift) |
+           ((start_ticks & kStartMask) << kLeaseStartShift);
+}
+
+Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
+    const size_t n = leases_.size();
+    // Start at a pid-dependent place so concurrent invocations rarely race for the same lease.
+    const size_t start = size_t(self.pid) * 7919u % n;
+    for (int round = 0; round < 200; ++round) {
+        for (size_t k = 0; k < n; ++k) {
+            const size_t i = (start + k) % n;
+            format::Lease& l = leases_[i];
+            uint64_t w = load_word(l.word);
+            if (pid_of(w) != 0) continue;
+            const uint64_t mine = make_word(self.pid, uint16_t(gen_of(w) + 1), self.start_ticks);
+            if (cas_word(l.word, w, mine)) {
+                // The side fields are stamped with the lease generation: until these stores
+                // land, a reader sees the previous holder's stamp and treats them as unknown.
+                const uint16_t gen = gen_of(mine);
+                store_word(l.target, 0);
+                store_word(l.tag, stamp(gen, self.pidns_tag));
+                store_word(l.acquired_boot_ms, stamp(gen, boot_ns() / 1'000'000));
+                return LeaseHandle{uint32_t(i), mine};
+            }
+        }
+        // Every lease is held: hundreds of live invocations, or dead ones nobody reaped yet. The
+        // caller's recovery reaps dead ones between attempts; here we only back off.
+        sched_yield();
+    }
+    return make_error(Code::kTryAgainLater, "every lease of the network is held",
+                      "more concurrent invocations than the lease table holds");
+}
+
+void LeaseTable::release(const LeaseHandle& h) {
+    uint64_t w = h.word;
+    const uint64_t freed = make_word(0, gen_of(h.word), 0);
+    cas_word(leases_[h.index].word, w, freed);
+}
+
+bool LeaseTable::free_if_unchanged(uint32_t index, uint64_t word) {
+    uint64_t w = word;
+    return cas_word(leases_[index].word, w, make_word(0, gen_of(word), 0));
+}
+
+void LeaseTable::set_target(const LeaseHandle& h, uint64_t target_plus_one) {
+    store_word(leases_[h.index].target, target_plus_one, std::memory_order_seq_cst);
+}
+
+uint64_t LeaseTable::target(uint32_t index) const { return load_word(leases_[index].target); }
+uint64_t LeaseTable::word(uint32_t index) const { return load_word(leases_[index].word); }
+
+Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self) const {
+    const pid_t pid = pid_of(w);
+    if (pid == 0) return Holder::kFree;
+    const format::Lease& l = leases_[index];
+    const uint16_t gen = gen_of(w);
+    const uint64_t tag = unstamp(gen, load_word(l.tag));
+    const uint64_t acquired = unstamp(gen, load_word(l.acquired_boot_ms));
+    const uint64_t now = boot_ns() / 1'000'000;
+    const uint64_t age = (acquired != 0 && now > acquired) ? now - acquired : 0;
+    if (tag != 0 && tag != (self.pidns_tag & kStampValueMask)) {
+        // Another pid namespace: its pids mean nothing here; only time can tell.
+        return age > kForeignLeaseTimeoutMs ? Holder::kDead : Holder::kAlive;
+    }
+    if (pid == self.pid && start_of(w) == (self.start_ticks & kStartMask)) return Holder::kAlive;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return Holder::kDead;
+    // EPERM or success: a process with that pid exists. It may be the holder, a zombie holder,
+    // or another process that reused the pid. /proc tells, but costs a file read: only ask for
+    // leases held longer than an invocation takes, or whose acquisition time was never written.
+    if (acquired != 0 && age < kProcCheckAfterMs) return Holder::kAlive;
+    auto st = read_proc_stat(pid);
+    if (!st) return Holder::kDead;
+    if (st->state == 'Z' || st->state == 'X') return Holder::kDead;
+    if ((st->start_ticks & kStartMask) != start_of(w)) return Holder::kDead;
+    return Holder::kAlive;
+}
+
+}  // namespace shmipam::shm

@@ -1,0 +1,61 @@
+// The lease table: a small array of 32-byte leases in the network's index file. Every invocation
+// that changes state takes one lease first (one CAS), and every slot or entry it is changing
+// names that lease. A lease whose holder died is found by anyone scanning the table (as LMDB's
+// reader table finds dead readers), and its half-done work is rolled back or forward by the
+// engine's recovery before the lease is freed.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "shm/format.h"
+#include "shm/process_identity.h"
+#include "shm/status.h"
+
+namespace shmipam::shm {
+
+struct LeaseHandle {
+    uint32_t index = 0;
+    uint64_t word = 0;  // the word as acquired: pid | gen | start time
+    uint16_t gen16() const;
+};
+
+enum class Holder { kFree, kAlive, kDead };
+
+class LeaseTable {
+public:
+    // Leases whose holder is in another pid namespace cannot be judged by pid; they expire after
+    // this long (documented in docs/claim-protocol.md).
+    static constexpr uint64_t kForeignLeaseTimeoutMs = 60'000;
+    // A live pid is checked against /proc for reuse (start time, zombie) once a lease is this old.
+    static constexpr uint64_t kProcCheckAfterMs = 1'000;
+
+    explicit LeaseTable(std::span<format::Lease> leases) : leases_(leases) {}
+
+    // One CAS on a free lease; Code::kTryAgainLater when every lease is held by a live process.
+    Expected<LeaseHandle> acquire(const ProcessIdentity& self);
+    void release(const LeaseHandle& h);
+
+    // Whether the lease's holder (as of word) is alive, judged from this process.
+    Holder judge(uint32_t index, uint64_t word, const ProcessIdentity& self) const;
+
+    // Frees a dead holder's lease after its work was recovered; false if it changed meanwhile.
+    bool free_if_unchanged(uint32_t index, uint64_t word);
+
+    void set_target(const LeaseHandle& h, uint64_t target_plus_one);
+    uint64_t target(uint32_t index) const;
+
+    uint64_t word(uint32_t index) const;
+    size_t size() const { return leases_.size(); }
+    const format::Lease& at(uint32_t i) const { return leases_[i]; }
+
+    static pid_t pid_of(uint64_t word);
+    static uint16_t gen_of(uint64_t word);
+    static uint64_t start_of(uint64_t word);
+    static uint64_t make_word(pid_t pid, uint16_t gen, uint64_t start_ticks);
+
+private:
+    std::span<format::Lease> leases_;
+};
+
+}  // namespace shmipam::shm

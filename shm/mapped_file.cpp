@@ -1,0 +1,105 @@
+#include "shm/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+namespace shmipam::shm {
+namespace bip = boost::interprocess;
+
+namespace {
+
+Error io_error(const std::string& what, const std::string& path, int err) {
+    return make_error(Code::kIo, what + " " + path + ": " + std::strerror(err));
+}
+
+std::string temp_name(const std::string& name) {
+    std::random_device rd;
+    return "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+}
+
+}  // namespace
+
+Expected<MappedFile> MappedFile::open(const std::string& path, Access access) {
+    const auto mode = access == Access::kReadOnly ? bip::read_only : bip::read_write;
+    struct stat sb {};
+    if (::stat(path.c_str(), &sb) != 0) return io_error("cannot stat", path, errno);
+    if (!S_ISREG(sb.st_mode)) return make_error(Code::kIo, "not a regular file: " + path);
+    if (sb.st_size == 0) return make_error(Code::kArenaDamaged, "empty state file: " + path);
+    MappedFile f;
+    try {
+        bip::file_mapping fm(path.c_str(), mode);
+        f.region_ = bip::mapped_region(fm, mode, 0, size_t(sb.st_size));
+    } catch (const bip::interprocess_exception& e) {
+        return make_error(Code::kIo, "cannot map " + path + ": " + e.what());
+    }
+    f.path_ = path;
+    return f;
+}
+
+Expected<Publish> create_published(const std::string& dir, const std::string& name, size_t bytes,
+                                   const std::function<Status(std::span<std::byte>)>& init) {
+    const std::string final_path = dir + "/" + name;
+    if (file_exists(final_path)) return Publish::kAlreadyExisted;
+    const std::string tmp_path = dir + "/" + temp_name(name);
+    int fd = ::open(tmp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return io_error("cannot create", tmp_path, errno);
+    auto fail = [&](Error e) -> Expected<Publish> {
+        ::close(fd);
+        ::unlink(tmp_path.c_str());
+        return e;
+    };
+    // Never sparse: every page is allocated now, so later stores cannot fault on a full disk.
+    if (int err = ::posix_fallocate(fd, 0, off_t(bytes)); err != 0) {
+        return fail(io_error("cannot allocate " + std::to_string(bytes) + " bytes for", tmp_path,
+                             err));
+    }
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return fail(io_error("cannot map", tmp_path, errno));
+    Status st = init(std::span<std::byte>(static_cast<std::byte*>(p), bytes));
+    ::munmap(p, bytes);
+    if (!st) return fail(st.error());
+    if (::link(tmp_path.c_str(), final_path.c_str()) != 0) {
+        const int err = errno;
+        if (err == EEXIST) {
+            ::close(fd);
+            ::unlink(tmp_path.c_str());
+            return Publish::kAlreadyExisted;
+        }
+        return fail(io_error("cannot publish", final_path, err));
+    }
+    ::close(fd);
+    ::unlink(tmp_path.c_str());
+    return Publish::kCreated;
+}
+
+Status make_dirs(const std::string& path) {
+    if (path.empty()) return make_error(Code::kInvalidConfig, "empty directory path");
+    std::string cur;
+    size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = path.find('/', pos + 1);
+        cur = path.substr(0, pos);
+        if (cur.empty()) continue;
+        if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+            return io_error("cannot create directory", cur, errno);
+        }
+    }
+    struct stat sb {};
+    if (::stat(path.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        return make_error(Code::kIo, "not a directory: " + path);
+    }
+    return Ok{};
+}
+
+bool file_exists(const std::string& path) {
+    struct stat sb {};
+    return ::stat(path.c_str(), &sb) == 0;
+}
+
+}  // namespace shmipam::shm
