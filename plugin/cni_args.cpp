@@ -1,0 +1,49 @@
+#include "plugin/cni_args.h"
+
+#include <sstream>
+
+namespace shmipam::cni {
+
+Expected<CniArgs> parse_cni_args(const std::string& text) {
+    CniArgs out;
+    if (text.empty()) return out;
+    std::vector<std::pair<std::string, std::string>> pairs;
+    bool ignore_unknown = false;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ';')) {
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            return make_error(Code::kInvalidEnv, "ARGS: invalid pair \"" + item + "\"");
+        }
+        std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+        if (k == "IgnoreUnknown") {
+            ignore_unknown = v == "1" || v == "true" || v == "True" || v == "TRUE";
+        }
+        pairs.emplace_back(std::move(k), std::move(v));
+    }
+    for (const auto& [k, v] : pairs) {
+        if (k == "IgnoreUnknown") continue;
+        if (k == "IP") {
+            std::stringstream ips(v);
+            std::string ip;
+            while (std::getline(ips, ip, ',')) {
+                if (!ip.empty()) out.ips.push_back(ip);
+            }
+        } else if (k == "K8S_POD_NAMESPACE") {
+            out.pod_namespace = v;
+        } else if (k == "K8S_POD_NAME") {
+            out.pod_name = v;
+        } else if (k == "K8S_POD_UID") {
+            out.pod_uid = v;
+        } else if (k == "K8S_POD_INFRA_CONTAINER_ID") {
+            // known to Kubernetes' runtimes; nothing to do with it
+        } else if (!ignore_unknown) {
+            return make_error(Code::kInvalidEnv, "ARGS: unknown args \"" + k + "\"");
+        }
+    }
+    return out;
+}
+
+}  // namespace shmipam::cni

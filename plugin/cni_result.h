@@ -1,0 +1,23 @@
+// Result and error JSON in the caller's cniVersion.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/allocator.h"
+#include "shm/status.h"
+
+namespace shmipam::cni {
+
+// {"cniVersion", "ips": [{"address": "a/prefix", "gateway"}], "routes", "dns"}; results for
+// 0.3.x and 0.4.0 also carry ips[].version.
+nlohmann::json make_result(const std::string& cni_version,
+                           const std::vector<engine::AllocatedAddress>& addrs,
+                           const nlohmann::json& routes, const nlohmann::json& dns);
+
+nlohmann::json make_error_json(const std::string& cni_version, const Error& e);
+
+nlohmann::json make_version_json();
+
+}  // namespace shmipam::cni

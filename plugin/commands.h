@@ -1,0 +1,20 @@
+// One plugin invocation, from environment and stdin to stdout text and exit status. main() is a
+// thin shell over this, so tests can drive the whole CNI surface in-process too.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "plugin/cni_env.h"
+
+namespace shmipam::cni {
+
+struct Invocation {
+    std::string stdout_text;  // result or error JSON (never logs)
+    std::string log_line;     // for stderr: what went wrong, when something did
+    int exit_code = 0;
+};
+
+Invocation run_plugin(const EnvLookup& env, std::string_view stdin_data);
+
+}  // namespace shmipam::cni

@@ -1,0 +1,56 @@
+// shmipam: the CNI IPAM plugin binary. Reads the environment and stdin, prints the result or
+// error JSON on stdout, logs to stderr, exits.
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <cstdlib>
+#include <string>
+
+#include "plugin/commands.h"
+
+namespace {
+
+std::string read_all_stdin() {
+    std::string data;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n > 0) {
+            data.append(buf, size_t(n));
+        } else if (n == 0 || errno != EINTR) {
+            break;
+        }
+    }
+    return data;
+}
+
+void write_all(int fd, const std::string& s) {
+    size_t off = 0;
+    while (off < s.size()) {
+        ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) continue;
+            return;
+        }
+        off += size_t(n);
+    }
+}
+
+}  // namespace
+
+int main() {
+    auto env = [](const char* name) -> std::optional<std::string> {
+        const char* v = std::getenv(name);
+        if (v == nullptr) return std::nullopt;
+        return std::string(v);
+    };
+    // VERSION needs no stdin: do not wait for one that may never close.
+    const char* cmd = std::getenv("CNI_COMMAND");
+    const bool version = cmd != nullptr && std::string(cmd) == "VERSION";
+    const std::string input = version ? std::string() : read_all_stdin();
+    shmipam::cni::Invocation inv = shmipam::cni::run_plugin(env, input);
+    if (!inv.log_line.empty()) write_all(STDERR_FILENO, inv.log_line + "\n");
+    write_all(STDOUT_FILENO, inv.stdout_text);
+    return inv.exit_code;
+}

@@ -1,0 +1,130 @@
+#include "tools/render_text.h"
+
+#include <cstdio>
+
+#include "shm/clock.h"
+
+namespace shmipam::tools {
+
+using nlohmann::json;
+
+namespace {
+
+std::string age(uint64_t since_unix_ns) {
+    if (since_unix_ns == 0) return "-";
+    const uint64_t now = shm::unix_ns();
+    const uint64_t s = now > since_unix_ns ? (now - since_unix_ns) / 1'000'000'000u : 0;
+    char buf[32];
+    if (s < 120) {
+        std::snprintf(buf, sizeof buf, "%llus", (unsigned long long)s);
+    } else if (s < 7200) {
+        std::snprintf(buf, sizeof buf, "%llum", (unsigned long long)(s / 60));
+    } else if (s < 172800) {
+        std::snprintf(buf, sizeof buf, "%lluh", (unsigned long long)(s / 3600));
+    } else {
+        std::snprintf(buf, sizeof buf, "%llud", (unsigned long long)(s / 86400));
+    }
+    return buf;
+}
+
+std::string cooling_for(uint64_t released_boot_ns) {
+    const uint64_t now = shm::boot_ns();
+    const uint64_t s = now > released_boot_ns ? (now - released_boot_ns) / 1'000'000'000u : 0;
+    return "released " + std::to_string(s) + "s ago";
+}
+
+}  // namespace
+
+json dump_to_json(const engine::NetworkDump& d) {
+    json out;
+    out["network"] = d.network;
+    out["dataDir"] = d.data_dir;
+    out["counters"] = {{"adds", d.adds},
+                       {"dels", d.dels},
+                       {"deadLeasesReaped", d.dead_leases_reaped},
+                       {"busyRejections", d.busy_rejections}};
+    out["blocks"] = json::array();
+    for (const auto& b : d.blocks) {
+        out["blocks"].push_back({{"cidr", b.cidr},
+                                 {"slots", b.slots},
+                                 {"inUse", b.in_use},
+                                 {"cooling", b.cooling},
+                                 {"claims", b.claims},
+                                 {"releases", b.releases},
+                                 {"casRetries", b.cas_retries},
+                                 {"rollbacks", b.rollbacks}});
+    }
+    out["allocations"] = json::array();
+    for (const auto& s : d.slots) {
+        json j{{"address", s.address.to_string()}, {"state", s.state}, {"generation", s.generation}};
+        if (s.holder_pid != 0) j["holderPid"] = s.holder_pid;
+        if (!s.container_id.empty()) {
+            j["containerID"] = s.container_id;
+            j["ifname"] = s.ifname;
+        }
+        if (!s.pod.empty()) j["pod"] = s.pod;
+        if (s.imported) j["importedFromHostLocal"] = true;
+        if (s.allocated_unix_ns != 0) j["allocatedUnixNs"] = s.allocated_unix_ns;
+        if (s.state == "cooling") j["releasedBootNs"] = s.released_boot_ns;
+        out["allocations"].push_back(j);
+    }
+    out["leases"] = json::array();
+    for (const auto& l : d.leases) {
+        out["leases"].push_back({{"index", l.index}, {"pid", l.pid}, {"alive", l.alive}});
+    }
+    return out;
+}
+
+std::string dump_to_table(const engine::NetworkDump& d) {
+    std::string out = "network " + d.network + " (dataDir " + d.data_dir + ")\n";
+    char line[512];
+    for (const auto& b : d.blocks) {
+        std::snprintf(line, sizeof line, "block %-22s %6llu in use, %4llu cooling of %llu\n",
+                      b.cidr.c_str(), (unsigned long long)b.in_use, (unsigned long long)b.cooling,
+                      (unsigned long long)b.slots);
+        out += line;
+    }
+    std::snprintf(line, sizeof line, "%-40s %-10s %-20s %-10s %-6s %s\n", "ADDRESS", "STATE",
+                  "CONTAINER", "IFNAME", "AGE", "POD");
+    out += line;
+    for (const auto& s : d.slots) {
+        std::string state = s.state;
+        if (s.holder_pid != 0) state += " by pid " + std::to_string(s.holder_pid);
+        std::string cid = s.container_id.substr(0, 20);
+        std::string extra = s.pod;
+        if (s.state == "cooling") extra = cooling_for(s.released_boot_ns);
+        if (s.imported) extra += extra.empty() ? "(from host-local)" : " (from host-local)";
+        std::snprintf(line, sizeof line, "%-40s %-10s %-20s %-10s %-6s %s\n",
+                      s.address.to_string().c_str(), state.c_str(), cid.empty() ? "-" : cid.c_str(),
+                      s.ifname.empty() ? "-" : s.ifname.c_str(),
+                      s.state == "cooling" ? "-" : age(s.allocated_unix_ns).c_str(), extra.c_str());
+        out += line;
+    }
+    std::snprintf(line, sizeof line, "%zu addresses not free; %llu ADDs, %llu DELs, %llu dead leases reaped\n",
+                  d.slots.size(), (unsigned long long)d.adds, (unsigned long long)d.dels,
+                  (unsigned long long)d.dead_leases_reaped);
+    out += line;
+    return out;
+}
+
+json verify_to_json(const engine::VerifyReport& r) {
+    json out;
+    out["clean"] = r.violations.empty();
+    out["slotsChecked"] = r.slots_checked;
+    out["entriesChecked"] = r.entries_checked;
+    out["hintMismatches"] = r.hint_mismatches;
+    out["violations"] = json::array();
+    for (const auto& v : r.violations) out["violations"].push_back({{"kind", v.kind}, {"detail", v.detail}});
+    return out;
+}
+
+std::string verify_to_text(const engine::VerifyReport& r) {
+    std::string out;
+    for (const auto& v : r.violations) out += "VIOLATION " + v.kind + ": " + v.detail + "\n";
+    out += (r.violations.empty() ? "clean" : std::to_string(r.violations.size()) + " violations") +
+           ": " + std::to_string(r.slots_checked) + " slots, " + std::to_string(r.entries_checked) +
+           " attachments checked (" + std::to_string(r.hint_mismatches) + " stale bitmap hints)\n";
+    return out;
+}
+
+}  // namespace shmipam::tools
