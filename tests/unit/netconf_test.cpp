@@ -1,0 +1,171 @@
+#include "plugin/netconf.h"
+
+#include <gtest/gtest.h>
+
+#include "plugin/cni_result.h"
+
+namespace shmipam::cni {
+namespace {
+
+using nlohmann::json;
+
+json base() {
+    return json::parse(R"({"cniVersion":"1.0.0","name":"net1","type":"bridge","bridge":"cni0",
+        "isGateway":true,"ipam":{"type":"shmipam","subnet":"10.1.0.0/24"}})");
+}
+
+Expected<NetConf> parse(const json& j, const CniArgs& a = {}) { return parse_netconf(j, a); }
+
+TEST(NetConf, LegacyTopLevelRangeWithDefaults) {
+    auto nc = parse(base());
+    ASSERT_TRUE(nc) << nc.error().msg;
+    EXPECT_EQ(nc->cni_version, "1.0.0");
+    EXPECT_EQ(nc->network.name, "net1");
+    EXPECT_EQ(nc->network.data_dir, "/var/lib/cni/networks");
+    EXPECT_EQ(nc->network.run_dir, "/run/shmipam");
+    EXPECT_EQ(nc->network.reuse_delay_ms, 30000u);
+    ASSERT_EQ(nc->network.range_sets.size(), 1u);
+    EXPECT_EQ(nc->network.range_sets[0][0].gateway.to_string(), "10.1.0.1");
+}
+
+TEST(NetConf, RangesPlusLegacyPlusRuntimeIpRangesInHostLocalOrder) {
+    json j = base();
+    j["ipam"]["ranges"] = json::parse(R"([[{"subnet":"fd00::/64"}]])");
+    j["runtimeConfig"] = json::parse(R"({"ipRanges":[[{"subnet":"10.9.0.0/24"}]]})");
+    auto nc = parse(j);
+    ASSERT_TRUE(nc) << nc.error().msg;
+    ASSERT_EQ(nc->network.range_sets.size(), 3u);
+    EXPECT_EQ(nc->network.range_sets[0][0].subnet.to_string(), "10.9.0.0/24");
+    EXPECT_EQ(nc->network.range_sets[1][0].subnet.to_string(), "10.1.0.0/24");
+    EXPECT_EQ(nc->network.range_sets[2][0].subnet.to_string(), "fd00::/64");
+}
+
+TEST(NetConf, UnknownFieldsAreIgnored) {
+    json j = base();
+    j["somethingElse"] = {{"deep", {1, 2, 3}}};
+    j["ipam"]["futureField"] = "x";
+    EXPECT_TRUE(parse(j));
+}
+
+TEST(NetConf, RequestedAddressPrecedence) {
+    json j = base();
+    CniArgs args;
+    args.ips = {"10.1.0.30"};
+    EXPECT_EQ(parse(j, args)->requested_ips, std::vector<std::string>{"10.1.0.30"});
+    j["runtimeConfig"] = {{"ips", {"10.1.0.20/24"}}};
+    EXPECT_EQ(parse(j, args)->requested_ips, std::vector<std::string>{"10.1.0.20/24"});
+    j["args"] = {{"cni", {{"ips", {"10.1.0.10"}}}}};
+    EXPECT_EQ(parse(j, args)->requested_ips, std::vector<std::string>{"10.1.0.10"});
+}
+
+TEST(NetConf, WrongTypesAreDecodeErrors) {
+    for (auto mutate : std::vector<std::function<void(json&)>>{
+             [](json& j) { j["ipam"]["subnet"] = 5; },
+             [](json& j) { j["ipam"]["ranges"] = "x"; },
+             [](json& j) { j["ipam"]["ranges"] = json::parse("[[5]]"); },
+             [](json& j) { j["ipam"]["dataDir"] = true; },
+             [](json& j) { j["ipam"]["routes"] = {{"gw", "1.2.3.4"}}; },
+             [](json& j) { j["ipam"] = "shmipam"; },
+             [](json& j) { j["name"] = 3; },
+             [](json& j) { j["cniVersion"] = 1.0; },
+             [](json& j) { j["args"] = {{"cni", {{"ips", "10.1.0.3"}}}}; },
+         }) {
+        json j = base();
+        mutate(j);
+        auto nc = parse(j);
+        ASSERT_FALSE(nc) << j.dump();
+        EXPECT_EQ(nc.error().code, Code::kDecode) << j.dump() << " -> " << nc.error().msg;
+    }
+}
+
+TEST(NetConf, InvalidValuesAreConfigErrors) {
+    for (auto mutate : std::vector<std::function<void(json&)>>{
+             [](json& j) { j["ipam"]["subnet"] = "10.1.0.0/33"; },
+             [](json& j) { j["ipam"]["subnet"] = "10.1.0.0/31"; },
+             [](json& j) { j["ipam"]["subnet"] = "10.1.0.5/24"; },
+             [](json& j) { j["ipam"].erase("subnet"); },
+             [](json& j) { j.erase("ipam"); },
+             [](json& j) { j["name"] = "../etc"; },
+             [](json& j) { j["name"] = ""; },
+             [](json& j) { j["name"] = "a/b"; },
+             [](json& j) { j["ipam"]["reuseDelay"] = -1; },
+             [](json& j) { j["ipam"]["reuseDelay"] = "soon"; },
+             [](json& j) { j["ipam"]["blockSize"] = 8; },
+             [](json& j) { j["ipam"]["routes"] = json::parse(R"([{"dst":"nope"}])"); },
+             [](json& j) { j["ipam"]["ranges"] = json::parse(R"([[{"subnet":"10.1.0.0/16"}]])"); },
+         }) {
+        json j = base();
+        mutate(j);
+        auto nc = parse(j);
+        ASSERT_FALSE(nc) << j.dump();
+        EXPECT_EQ(nc.error().code, Code::kInvalidConfig) << j.dump() << " -> " << nc.error().msg;
+    }
+}
+
+TEST(NetConf, VersionGate) {
+    for (const char* v : {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}) {
+        json j = base();
+        j["cniVersion"] = v;
+        EXPECT_TRUE(parse(j)) << v;
+    }
+    for (const char* v : {"0.1.0", "0.2.0", "2.0.0", "banana"}) {
+        json j = base();
+        j["cniVersion"] = v;
+        auto nc = parse(j);
+        ASSERT_FALSE(nc);
+        EXPECT_EQ(nc.error().code, Code::kIncompatibleVersion) << v;
+    }
+    json j = base();
+    j.erase("cniVersion");
+    EXPECT_EQ(parse(j).error().code, Code::kIncompatibleVersion);
+    EXPECT_TRUE(version_at_least("1.1.0", "1.0.0"));
+    EXPECT_TRUE(version_at_least("0.4.0", "0.4.0"));
+    EXPECT_FALSE(version_at_least("0.3.1", "0.4.0"));
+}
+
+TEST(NetConf, ReuseDelayForms) {
+    json j = base();
+    j["ipam"]["reuseDelay"] = 0;
+    EXPECT_EQ(parse(j)->network.reuse_delay_ms, 0u);
+    j["ipam"]["reuseDelay"] = 1.5;
+    EXPECT_EQ(parse(j)->network.reuse_delay_ms, 1500u);
+    j["ipam"]["reuseDelay"] = "250ms";
+    EXPECT_EQ(parse(j)->network.reuse_delay_ms, 250u);
+    j["ipam"]["reuseDelay"] = "2m";
+    EXPECT_EQ(parse(j)->network.reuse_delay_ms, 120000u);
+}
+
+TEST(NetConf, ValidAttachmentsForGc) {
+    json j = base();
+    j["cniVersion"] = "1.1.0";
+    j["cni.dev/valid-attachments"] = json::parse(R"([{"containerID":"a","ifname":"eth0"}])");
+    auto nc = parse(j);
+    ASSERT_TRUE(nc);
+    ASSERT_TRUE(nc->valid_attachments);
+    EXPECT_EQ(nc->valid_attachments->at(0).container_id, "a");
+    j["cni.dev/valid-attachments"] = json::parse(R"([{"containerID":1}])");
+    EXPECT_EQ(parse(j).error().code, Code::kDecode);
+}
+
+TEST(CniResult, ShapeDependsOnVersion) {
+    auto set = *engine::make_range_set({{"10.1.0.0/24", "", "", ""}});
+    std::vector<engine::AllocatedAddress> addrs{{*engine::IpAddress::parse("10.1.0.2"), 0, &set[0]}};
+    json routes = json::parse(R"([{"dst":"0.0.0.0/0"}])");
+    json r100 = make_result("1.0.0", addrs, routes, json::object());
+    EXPECT_EQ(r100["ips"][0]["address"], "10.1.0.2/24");
+    EXPECT_EQ(r100["ips"][0]["gateway"], "10.1.0.1");
+    EXPECT_FALSE(r100["ips"][0].contains("version"));
+    EXPECT_EQ(r100["routes"], routes);
+    EXPECT_TRUE(r100["dns"].is_object());
+    json r031 = make_result("0.3.1", addrs, json::array(), json::object());
+    EXPECT_EQ(r031["ips"][0]["version"], "4");
+    EXPECT_FALSE(r031.contains("routes"));
+    json err = make_error_json("0.4.0", make_error(Code::kInvalidConfig, "bad", "why"));
+    EXPECT_EQ(err["code"], 7);
+    EXPECT_EQ(err["msg"], "bad");
+    EXPECT_EQ(err["details"], "why");
+    EXPECT_EQ(err["cniVersion"], "0.4.0");
+}
+
+}  // namespace
+}  // namespace shmipam::cni
