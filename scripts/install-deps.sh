@@ -15,6 +15,7 @@ packages=(
     libbenchmark-dev
     containernetworking-plugins  # real bridge + host-local for end-to-end and migration tests
     iproute2              # ip netns for end-to-end tests
+    iputils-ping          # reachability between test namespaces
 )
 
 missing=()
