@@ -24,7 +24,10 @@ class LeaseGuard {
 public:
     explicit LeaseGuard(NetworkStore& store) : store_(store) {}
     ~LeaseGuard() {
-        if (held_) store_.index().leases().release(handle_);
+        if (!held_) return;
+        // A freed lease must never name unfinished work.
+        settle_own_work(store_, handle_);
+        store_.index().leases().release(handle_);
     }
     LeaseGuard(const LeaseGuard&) = delete;
     LeaseGuard& operator=(const LeaseGuard&) = delete;
@@ -51,8 +54,8 @@ private:
 };
 
 AttachmentIndex make_index(NetworkStore& store) {
-    return AttachmentIndex(store.index(), [&store](const EntryWord& w) {
-        return reap_named_if_dead(store, w.lease_index, w.lease_gen);
+    return AttachmentIndex(store.index(), [&store](uint64_t entry_index, uint64_t entry_word) {
+        return heal_entry_if_orphaned(store, entry_index, entry_word);
     });
 }
 
@@ -101,11 +104,21 @@ Expected<std::vector<std::optional<IpAddress>>> Allocator::map_requests(
     return per_set;
 }
 
-Expected<std::vector<AllocatedAddress>> Allocator::describe(uint64_t entry_index) {
+Expected<std::vector<AllocatedAddress>> Allocator::describe(uint64_t entry_index,
+                                                             uint64_t entry_word) {
     const format::Entry& e = store_.index().entry(entry_index);
+    const size_t n = std::min<size_t>(e.ref_count, format::kMaxRangeSets);
+    format::AddressRef refs[format::kMaxRangeSets] = {};
+    std::copy(e.refs, e.refs + n, refs);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    // Copied while the entry was still that attachment's (seqlock-style re-check): a DEL and a
+    // reuse of the entry in between would otherwise hand back another attachment's addresses.
+    if (shm::load_word(store_.index().entry(entry_index).state) != entry_word) {
+        return make_error(Code::kTryAgainLater, "the attachment changed while being read");
+    }
     std::vector<AllocatedAddress> out;
-    for (size_t r = 0; r < std::min<size_t>(e.ref_count, format::kMaxRangeSets); ++r) {
-        const format::AddressRef& ref = e.refs[r];
+    for (size_t r = 0; r < n; ++r) {
+        const format::AddressRef& ref = refs[r];
         if (ref.family != 4 && ref.family != 6) continue;
         AllocatedAddress aa{ref_address(ref), ref.range_set, nullptr};
         for (size_t s = 0; s < cfg_.range_sets.size() && aa.range == nullptr; ++s) {
@@ -140,7 +153,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const EntryClaim claim = index.claim(fp, lease.handle());
     switch (claim.kind) {
         case ClaimKind::kExisting: {
-            auto addrs = describe(claim.entry.index);
+            auto addrs = describe(claim.entry.index, claim.entry.word);
             if (!addrs) return addrs.error();
             return AddOutcome{std::move(*addrs), true};
         }
@@ -193,23 +206,28 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
         claimed.push_back(*got);
     }
     const uint64_t now = shm::unix_ns();
-    for (size_t s = 0; s < claimed.size(); ++s) {
-        slot_ops::publish(*claimed[s].block, claimed[s].slot, claimed[s].word,
-                          slot_ops::owner_word(e, s), fp.fp1, now);
+    const uint16_t tenancy = EntryWord::decode(entry_word).gen;
+    bool published = true;
+    for (size_t s = 0; s < claimed.size() && published; ++s) {
+        published = slot_ops::publish(*claimed[s].block, claimed[s].slot, claimed[s].word,
+                                      slot_ops::owner_word(e, s, tenancy), fp.fp1, now);
     }
-    if (!index.commit(claim.entry, fp)) {
-        // Only a healer that judged us dead could have changed our entry: never expected.
-        return make_error(Code::kInternal, "attachment entry changed during ADD");
+    // The commit point. It fails only if a healer judged this invocation dead and rolled the
+    // claim back (a process stopped for long in another pid namespace): then nothing is held.
+    if (!published || !index.commit(claim.entry, fp)) {
+        roll_back_claim(store_, e, entry_word);
+        return make_error(Code::kTryAgainLater, "the claim was rolled back by another invocation");
     }
     shm::bump_counter(store_.index().header().adds);
-    auto addrs = describe(e);
+    const uint64_t committed = EntryWord::next(entry_word, EntryState::kCommitted, fp.fp16());
+    auto addrs = describe(e, committed);
     if (!addrs) return addrs.error();
     return AddOutcome{std::move(*addrs), false};
 }
 
 bool Allocator::release_entry(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease) {
     AttachmentIndex index = make_index(store_);
-    store_.index().leases().set_target(lease, entry_index + 1);
+    store_.index().leases().set_target(lease, entry_index, EntryWord::decode(word).gen);
     uint64_t releasing = 0;
     if (!index.begin_release({entry_index, word}, lease, &releasing)) return false;
     complete_release(store_, entry_index, releasing);
@@ -223,37 +241,33 @@ Status Allocator::del(const AttachmentKey& key) {
     reap_dead_leases(store_);
     const Fingerprint fp = fingerprint(key.container_id, key.ifname);
     AttachmentIndex index = make_index(store_);
-    for (int waited_ms = 0;;) {
+    for (int pass = 0; pass < kBusyWaitMs; ++pass) {
         bool busy = false;
         bool changed = false;
         for (const EntryRef& e : index.find(fp)) {
             const EntryWord w = EntryWord::decode(e.word);
             if (w.state == EntryState::kCommitted) {
                 if (!release_entry(e.index, e.word, lease.handle())) changed = true;
-            } else if (reap_named_if_dead(store_, w.lease_index, w.lease_gen)) {
+            } else if (heal_entry_if_orphaned(store_, e.index, e.word)) {
                 changed = true;
             } else {
                 busy = true;  // a live ADD or DEL of the same attachment: let it finish
             }
         }
         if (!busy && !changed) return Ok{};
-        if (busy) {
-            if (waited_ms >= kBusyWaitMs) {
-                return make_error(Code::kTryAgainLater,
-                                  "another operation on container " + key.container_id +
-                                      " interface " + key.ifname + " is in progress");
-            }
-            usleep(1000);
-            ++waited_ms;
-        }
+        if (busy || pass > 8) usleep(1000);  // look again, politely
     }
+    return make_error(Code::kTryAgainLater, "another operation on container " + key.container_id +
+                                                " interface " + key.ifname + " is in progress");
 }
 
 Expected<std::vector<AllocatedAddress>> Allocator::addresses_of(const AttachmentKey& key) {
     const Fingerprint fp = fingerprint(key.container_id, key.ifname);
     AttachmentIndex index = make_index(store_);
     for (const EntryRef& e : index.find(fp)) {
-        if (EntryWord::decode(e.word).state == EntryState::kCommitted) return describe(e.index);
+        if (EntryWord::decode(e.word).state == EntryState::kCommitted) {
+            return describe(e.index, e.word);
+        }
     }
     return make_error(Code::kCheckNoAllocation, "no address is allocated to container " +
                                                     key.container_id + " interface " + key.ifname);

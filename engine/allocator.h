@@ -49,7 +49,8 @@ public:
     Status status();
 
 private:
-    Expected<std::vector<AllocatedAddress>> describe(uint64_t entry_index);
+    // The addresses of the entry, read consistently with its state being entry_word.
+    Expected<std::vector<AllocatedAddress>> describe(uint64_t entry_index, uint64_t entry_word);
     Expected<std::vector<std::optional<IpAddress>>> map_requests(
         const std::vector<IpAddress>& requested);
     // Releases a committed entry (DEL, GC). False when it changed under us (look again).

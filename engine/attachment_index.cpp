@@ -31,8 +31,10 @@ std::optional<Fingerprint> AttachmentIndex::settled_fp(uint64_t i, uint64_t word
         if (fp) return fp;
         // Between the owner's CAS and its store of the fingerprint: wait, unless it died there.
         if (spin > 64) {
-            if (reap_(EntryWord::decode(word))) return std::nullopt;
-            if (spin > 100000) return std::nullopt;  // a stopped owner: treat as changed
+            if (reap_ && reap_(i, word)) return std::nullopt;
+            // A stopped owner: treat as changed (the duplicate re-check after our own insert
+            // still sees it, so at most one of us goes on).
+            if (spin > 2000) return std::nullopt;
         }
         sched_yield();
     }
@@ -67,7 +69,7 @@ EntryClaim AttachmentIndex::claim(const Fingerprint& fp, const shm::LeaseHandle&
         for (const EntryRef& e : find(fp)) {
             const EntryWord w = EntryWord::decode(e.word);
             if (w.state == EntryState::kCommitted) return {ClaimKind::kExisting, e};
-            if (reap_(w)) {
+            if (reap_ && reap_(e.index, e.word)) {
                 retry = true;
                 break;
             }
@@ -85,9 +87,9 @@ EntryClaim AttachmentIndex::claim(const Fingerprint& fp, const shm::LeaseHandle&
             if (st != EntryState::kEmpty && st != EntryState::kTombstone) continue;
             // Lookups must reach this entry before anyone can see it claimed.
             shm::fetch_max_word(index_.header().max_probe, d);
-            index_.leases().set_target(lease, i + 1);
             const uint64_t desired = EntryWord::next(w, EntryState::kClaiming, fp.fp16(),
                                                      uint16_t(lease.index), lease.gen16());
+            index_.leases().set_target(lease, i, EntryWord::decode(desired).gen);
             if (!shm::cas_word(ent.state, w, desired)) continue;
             shm::store_word(ent.fp2, fp.fp2, std::memory_order_seq_cst);
             shm::store_word(ent.fp1, stamped_fp1(desired, fp), std::memory_order_seq_cst);
@@ -102,7 +104,7 @@ EntryClaim AttachmentIndex::claim(const Fingerprint& fp, const shm::LeaseHandle&
         for (const EntryRef& other : find(fp)) {
             if (other.index == mine->index) continue;
             const EntryWord w = EntryWord::decode(other.word);
-            if (w.state == EntryState::kClaiming && reap_(w)) continue;
+            if (w.state == EntryState::kClaiming && reap_ && reap_(other.index, other.word)) continue;
             retire(mine->index, mine->word);
             if (w.state == EntryState::kCommitted) return {ClaimKind::kExisting, other};
             return {ClaimKind::kBusy, other};

@@ -32,9 +32,9 @@ struct EntryClaim {
 
 class AttachmentIndex {
 public:
-    // Judges whether the lease named by an entry word's (index, gen) is dead; if so, recovers
-    // its work and returns true (the caller then looks again).
-    using ReapIfDead = std::function<bool(const shm::EntryWord&)>;
+    // Given an entry observed CLAIMING or RELEASING (index, word): if the invocation driving it
+    // is gone, heals it and returns true (the caller then looks again).
+    using ReapIfDead = std::function<bool(uint64_t entry_index, uint64_t entry_word)>;
 
     AttachmentIndex(shm::IndexFile& index, ReapIfDead reap) : index_(index), reap_(std::move(reap)) {}
 

@@ -109,6 +109,14 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
         }
     }
 
+    // Place the entries in the aside index, and note what each block must hold.
+    struct SlotFill {
+        uint64_t slot;
+        uint64_t owner;
+        uint64_t fp1;
+        uint64_t mtime_ns;
+    };
+    std::map<std::pair<int, u128>, std::pair<IpAddress, std::vector<SlotFill>>> blocks;
     const uint64_t mask = aside.entry_count() - 1;
     for (const auto& [key, files] : attachments) {
         const Fingerprint fp = fingerprint(key.first, key.second);
@@ -122,6 +130,7 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
         format::Entry& ent = aside.entry(e);
         const uint64_t word = shm::EntryWord::next(0, EntryState::kClaiming, fp.fp16());
         const uint64_t committed = shm::EntryWord::next(word, EntryState::kCommitted, fp.fp16());
+        const uint16_t tenancy = shm::EntryWord::decode(committed).gen;
         ent.fp2 = fp.fp2;
         ent.fp1 = AttachmentIndex::stamped_fp1(committed, fp);
         ent.created_unix_ns = files.front().mtime_ns;
@@ -139,22 +148,34 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
             ref.block_prefix = uint8_t(f.address.family == Family::kV4 ? cfg.block_prefix_v4
                                                                         : cfg.block_prefix_v6);
             ref.range_set = uint8_t(f.range_set);
-            auto block = open_block(f.address);
-            if (!block) return block.error();
-            shm::BlockFile& b = **block;
             const u128 host_mask = (u128{1} << (f.address.bits() - ref.block_prefix)) - 1;
-            const uint64_t slot = uint64_t(f.address.value & host_mask);
-            uint64_t w = slot_ops::load_state(b, slot);
-            const uint64_t owner = slot_ops::owner_word(e, f.range_set);
-            if (shm::SlotWord::decode(w).state == SlotState::kFree) {
-                shm::store_word(b.slot(slot).owner, owner);
-                shm::store_word(b.slot(slot).owner_fp, fp.fp1);
-                shm::store_word(b.slot(slot).allocated_unix_ns, f.mtime_ns);
-                shm::cas_word(b.slot(slot).state, w, shm::SlotWord::next(w, SlotState::kAllocated));
-                slot_ops::sync_hint(b, slot);
-            }
+            const IpAddress base{f.address.value & ~host_mask, f.address.family};
+            auto& blk = blocks[{int(base.family), base.value}];
+            blk.first = base;
+            blk.second.push_back({uint64_t(f.address.value & host_mask),
+                                  slot_ops::owner_word(e, f.range_set, tenancy), fp.fp1,
+                                  f.mtime_ns});
         }
-        shm::store_word(ent.state, committed);
+        ent.state = committed;
+    }
+
+    // Build each block aside with its imported slots allocated. A block that already exists was
+    // published by an earlier importer of the same files (one that died before publishing the
+    // index): it holds the same slots.
+    for (const auto& [key, blk] : blocks) {
+        const auto& fills = blk.second;
+        auto made = open_block(blk.first, [&fills](shm::BlockFile& b) -> Status {
+            for (const SlotFill& f : fills) {
+                format::Slot& s = b.slot(f.slot);
+                s.owner = f.owner;
+                s.owner_fp = f.fp1;
+                s.allocated_unix_ns = f.mtime_ns;
+                s.state = shm::SlotWord::next(s.state, SlotState::kAllocated);
+                slot_ops::sync_hint(b, f.slot);
+            }
+            return Ok{};
+        });
+        if (!made) return made.error();
     }
     return Ok{};
 }

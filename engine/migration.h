@@ -13,10 +13,14 @@
 
 namespace shmipam::engine {
 
-using BlockOpener = std::function<Expected<shm::BlockFile*>(const IpAddress&)>;
+// Opens the block holding an address, creating it with `prefill` run on its aside copy.
+using BlockOpener =
+    std::function<Expected<shm::BlockFile*>(const IpAddress&, const shm::BlockFile::Prefill&)>;
 
-// Runs on the index while it is still aside (unpublished). Deterministic for a given directory,
-// so racing first callers build identical state. Addresses outside every range are skipped.
+// Runs on the index while it is still aside (unpublished). The blocks holding imported
+// addresses are built aside too, so an importer that loses the race to publish the index never
+// writes to a shared file. Deterministic for a given directory: racing first callers build
+// identical state. Addresses outside every range are skipped.
 Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
                          const BlockOpener& open_block);
 

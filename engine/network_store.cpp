@@ -52,9 +52,10 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     shm::IndexGeometry g{entries_for(cfg), cfg.block_prefix_v4, cfg.block_prefix_v6};
     NetworkStore* raw = s.get();
     auto index = shm::IndexFile::open_or_create(s->dir_, g, s->who_, [&](shm::IndexFile& aside) {
-        return import_host_local(cfg, aside, [raw](const IpAddress& a) {
-            return raw->block_for(a, true);
-        });
+        return import_host_local(cfg, aside,
+                                 [raw](const IpAddress& a, const shm::BlockFile::Prefill& fill) {
+                                     return raw->block_for(a, true, fill);
+                                 });
     });
     if (!index) return index.error();
     s->index_ = std::move(*index);
@@ -88,7 +89,8 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::s
     return s;
 }
 
-Expected<shm::BlockFile*> NetworkStore::block_for(const IpAddress& a, bool create) {
+Expected<shm::BlockFile*> NetworkStore::block_for(const IpAddress& a, bool create,
+                                                  const shm::BlockFile::Prefill& prefill) {
     const IpAddress base = block_base(a);
     const auto key = std::make_pair(int(base.family), base.value);
     if (auto it = blocks_.find(key); it != blocks_.end()) return it->second.get();
@@ -99,7 +101,7 @@ Expected<shm::BlockFile*> NetworkStore::block_for(const IpAddress& a, bool creat
     g.prefix = uint8_t(prefix);
     g.base = base.to_bytes();
     Expected<shm::BlockFile> b = [&]() -> Expected<shm::BlockFile> {
-        if (create) return shm::BlockFile::open_or_create(dir_, name, g, who_);
+        if (create) return shm::BlockFile::open_or_create(dir_, name, g, who_, prefill);
         const std::string path = dir_ + "/" + name;
         if (!shm::file_exists(path)) return make_error(Code::kOk, "absent");
         auto opened = shm::BlockFile::open_existing(path, access_);

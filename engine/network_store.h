@@ -31,7 +31,9 @@ public:
     uint8_t block_prefix(Family f) const;
 
     // The block holding a; nullptr (no error) when it does not exist and create is false.
-    Expected<shm::BlockFile*> block_for(const IpAddress& a, bool create);
+    // A block created here runs `prefill` on its aside copy before publishing it.
+    Expected<shm::BlockFile*> block_for(const IpAddress& a, bool create,
+                                        const shm::BlockFile::Prefill& prefill = nullptr);
     IpAddress block_base(const IpAddress& a) const;
     uint64_t slot_of(const IpAddress& a) const { return uint64_t(a.value - block_base(a).value); }
 

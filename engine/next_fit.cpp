@@ -125,6 +125,7 @@ Expected<ClaimedSlot> claim_next(ClaimContext& ctx, const RangeSet& set, size_t 
         const Position start = decode_cursor(shm::load_word(cursor, std::memory_order_relaxed), set);
         std::optional<ClaimedSlot> got;
         std::optional<Cooling> oldest;
+        bool healed_any = false;
         for (Pass pass : {Pass::kHinted, Pass::kExhaustive}) {
             auto res = walk_set(
                 ctx.store, set, start, pass,
@@ -142,7 +143,13 @@ Expected<ClaimedSlot> claim_next(ClaimContext& ctx, const RangeSet& set, size_t 
                             return false;
                         }
                     } else if (sw.state != SlotState::kFree) {
-                        if (pass == Pass::kHinted) slot_ops::sync_hint(b, s);  // stale hint
+                        if (pass == Pass::kHinted) {
+                            slot_ops::sync_hint(b, s);  // stale hint
+                        } else if (heal_slot_if_orphaned(ctx.store, b, s, w)) {
+                            // Left by an invocation that is gone: it is FREE or COOLING now and
+                            // the next attempt sees it.
+                            healed_any = true;
+                        }
                         return false;
                     }
                     ctx.before_claim(a);
@@ -169,6 +176,7 @@ Expected<ClaimedSlot> claim_next(ClaimContext& ctx, const RangeSet& set, size_t 
             }
             continue;  // lost it to someone else: look again
         }
+        if (healed_any) continue;
         return make_error(Code::kNoAddressFree, "no IP addresses available in range set " +
                                                     to_string(set));
     }
@@ -186,8 +194,11 @@ Expected<ClaimedSlot> claim_requested(ClaimContext& ctx, const RangeSet& set,
         const uint64_t w = slot_ops::load_state(b, s);
         const SlotWord sw = SlotWord::decode(w);
         if (sw.state == SlotState::kClaiming || sw.state == SlotState::kReleasing) {
-            // Someone is mid-transition; if they died, heal and look again.
-            if (reap_named_if_dead(ctx.store, sw.lease_index, sw.lease_gen)) continue;
+            // Someone is mid-transition: if they are gone, heal and look again; if they are
+            // alive the address may be free in a moment, so the caller should retry.
+            if (heal_slot_if_orphaned(ctx.store, b, s, w)) continue;
+            return make_error(Code::kTryAgainLater, "requested IP address " + address.to_string() +
+                                                        " is changing hands right now");
         }
         if (sw.state != SlotState::kFree && sw.state != SlotState::kCooling) {
             return make_error(Code::kRequestedAddressTaken,

@@ -1,5 +1,7 @@
 #include "engine/recovery.h"
 
+#include <array>
+
 #include "engine/attachment_index.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
@@ -14,60 +16,105 @@ using shm::SlotWord;
 
 namespace {
 
+using RefSnapshot = std::array<format::AddressRef, format::kMaxRangeSets>;
+
+// The entry's refs, copied while the entry is still in the tenancy of `word`: taken before any
+// state change so a new tenant's refs are never mistaken for these.
+RefSnapshot snapshot_refs(NetworkStore& store, uint64_t entry_index) {
+    RefSnapshot snap{};
+    const format::Entry& e = store.index().entry(entry_index);
+    const size_t n = std::min<size_t>(e.ref_count, format::kMaxRangeSets);
+    for (size_t r = 0; r < n; ++r) snap[r] = e.refs[r];
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return snap;
+}
+
 IpAddress ref_address(const format::AddressRef& r) {
     std::array<uint8_t, 16> b{};
     std::copy(std::begin(r.address), std::end(r.address), b.begin());
     return IpAddress::from_bytes(Family(r.family), b);
 }
 
+// Calls fn(block, slot) for each referenced slot; false when a block cannot be opened.
 template <typename Fn>
-void for_each_ref_slot(NetworkStore& store, uint64_t entry_index, Fn&& fn) {
-    const format::Entry& e = store.index().entry(entry_index);
-    const size_t n = std::min<size_t>(e.ref_count, format::kMaxRangeSets);
-    for (size_t r = 0; r < n; ++r) {
-        const format::AddressRef& ref = e.refs[r];
+bool for_each_ref_slot(NetworkStore& store, const RefSnapshot& refs, Fn&& fn) {
+    for (const format::AddressRef& ref : refs) {
         if (ref.family != 4 && ref.family != 6) continue;  // not claimed yet
         const IpAddress a = ref_address(ref);
         auto block = store.block_for(a, false);
-        if (!block || *block == nullptr) continue;
+        if (!block) return false;
+        if (*block == nullptr) continue;  // never created: nothing of ours in it
         fn(**block, store.slot_of(a));
     }
+    return true;
+}
+
+bool same_tenancy_tombstone(uint64_t now, uint64_t observed) {
+    const EntryWord n = EntryWord::decode(now), o = EntryWord::decode(observed);
+    return n.state == EntryState::kTombstone && n.gen == o.gen;
 }
 
 }  // namespace
 
-void roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word) {
+bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word) {
     const EntryWord ew = EntryWord::decode(entry_word);
-    for_each_ref_slot(store, entry_index, [&](shm::BlockFile& b, uint64_t i) {
-        const uint64_t w = slot_ops::load_state(b, i);
-        const SlotWord sw = SlotWord::decode(w);
-        const bool claiming_by_lease =
-            sw.state == SlotState::kClaiming && sw.held_by(ew.lease_index, ew.lease_gen);
-        const bool published_to_entry =
-            sw.state == SlotState::kAllocated &&
-            slot_ops::owner_entry_plus_one(shm::load_word(b.slot(i).owner)) == entry_index + 1;
-        if (claiming_by_lease || published_to_entry) slot_ops::roll_back(b, i, w);
+    const RefSnapshot refs = snapshot_refs(store, entry_index);
+    // Retire first: from here on the claimer's commit cannot succeed, so slots rolled back below
+    // can never belong to a committed attachment.
+    const uint64_t now = shm::load_word(store.index().entry(entry_index).state);
+    if (now == entry_word) {
+        if (!AttachmentIndex(store.index(), nullptr).retire(entry_index, entry_word) &&
+            !same_tenancy_tombstone(shm::load_word(store.index().entry(entry_index).state),
+                                    entry_word)) {
+            return true;  // committed meanwhile (a live claimer) or already a new tenancy
+        }
+    } else if (!same_tenancy_tombstone(now, entry_word)) {
+        return true;
+    }
+    return for_each_ref_slot(store, refs, [&](shm::BlockFile& b, uint64_t i) {
+        for (int attempt = 0; attempt < 16; ++attempt) {
+            const uint64_t w = slot_ops::load_state(b, i);
+            const SlotWord sw = SlotWord::decode(w);
+            const bool claiming_by_lease =
+                sw.state == SlotState::kClaiming && sw.held_by(ew.lease_index, ew.lease_gen);
+            const bool published_to_tenancy =
+                sw.state == SlotState::kAllocated &&
+                slot_ops::owned_by(shm::load_word(b.slot(i).owner), entry_index, ew.gen);
+            if (!claiming_by_lease && !published_to_tenancy) return;
+            if (slot_ops::roll_back(b, i, w)) return;
+        }
     });
-    AttachmentIndex(store.index(), nullptr).retire(entry_index, entry_word);
 }
 
-void complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word) {
+bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word) {
     const EntryWord ew = EntryWord::decode(entry_word);
+    if (shm::load_word(store.index().entry(entry_index).state) != entry_word) return true;
+    const RefSnapshot refs = snapshot_refs(store, entry_index);
     const uint64_t now = shm::boot_ns();
-    for_each_ref_slot(store, entry_index, [&](shm::BlockFile& b, uint64_t i) {
-        uint64_t w = slot_ops::load_state(b, i);
-        SlotWord sw = SlotWord::decode(w);
-        const bool owned =
-            slot_ops::owner_entry_plus_one(shm::load_word(b.slot(i).owner)) == entry_index + 1;
-        if (sw.state == SlotState::kAllocated && owned) {
-            if (!slot_ops::begin_release(b, i, w, ew.lease_index, ew.lease_gen, &w)) return;
-            sw = SlotWord::decode(w);
-        }
-        if (sw.state == SlotState::kReleasing && sw.held_by(ew.lease_index, ew.lease_gen)) {
-            slot_ops::finish_release(b, i, w, now);
+    const bool opened = for_each_ref_slot(store, refs, [&](shm::BlockFile& b, uint64_t i) {
+        // Loop until the slot is COOLING or not this tenancy's: a racing healer may move it from
+        // ALLOCATED to RELEASING between our load and our CAS, and may then die.
+        for (int attempt = 0; attempt < 16; ++attempt) {
+            const uint64_t w = slot_ops::load_state(b, i);
+            const SlotWord sw = SlotWord::decode(w);
+            if (sw.state == SlotState::kAllocated &&
+                slot_ops::owned_by(shm::load_word(b.slot(i).owner), entry_index, ew.gen)) {
+                uint64_t releasing = 0;
+                if (slot_ops::begin_release(b, i, w, ew.lease_index, ew.lease_gen, &releasing)) {
+                    slot_ops::finish_release(b, i, releasing, now);
+                }
+                continue;
+            }
+            if (sw.state == SlotState::kReleasing && sw.held_by(ew.lease_index, ew.lease_gen)) {
+                slot_ops::finish_release(b, i, w, now);
+                continue;
+            }
+            return;
         }
     });
+    if (!opened) return false;
     AttachmentIndex(store.index(), nullptr).retire(entry_index, entry_word);
+    return true;
 }
 
 bool reap_if_dead(NetworkStore& store, uint32_t lease_index, uint64_t lease_word) {
@@ -75,28 +122,67 @@ bool reap_if_dead(NetworkStore& store, uint32_t lease_index, uint64_t lease_word
     if (leases.judge(lease_index, lease_word, store.self()) != shm::Holder::kDead) return false;
     const uint16_t gen = shm::LeaseTable::gen_of(lease_word);
     const uint64_t target = leases.target(lease_index);
-    if (target != 0 && target <= store.index().entry_count()) {
-        const uint64_t e = target - 1;
+    const uint64_t e_plus_one = shm::LeaseTable::target_entry_plus_one(target);
+    bool healed = true;
+    if (e_plus_one != 0 && e_plus_one <= store.index().entry_count()) {
+        const uint64_t e = e_plus_one - 1;
         const uint64_t w = shm::load_word(store.index().entry(e).state);
         const EntryWord ew = EntryWord::decode(w);
-        if (ew.held_by(uint16_t(lease_index), gen)) {
-            if (ew.state == EntryState::kClaiming) roll_back_claim(store, e, w);
-            if (ew.state == EntryState::kReleasing) complete_release(store, e, w);
+        if (ew.gen == shm::LeaseTable::target_entry_gen(target)) {
+            if (ew.state == EntryState::kClaiming && ew.held_by(uint16_t(lease_index), gen)) {
+                healed = roll_back_claim(store, e, w);
+            } else if (ew.state == EntryState::kReleasing && ew.held_by(uint16_t(lease_index), gen)) {
+                healed = complete_release(store, e, w);
+            } else if (ew.state == EntryState::kTombstone) {
+                // Retired, perhaps by a healer of this claim that died before its slots were
+                // done: finish that rollback (a no-op if they are).
+                const uint64_t as_claiming = EntryWord{EntryState::kClaiming, uint16_t(lease_index),
+                                                       gen, ew.gen, ew.fp16}
+                                                 .encode();
+                healed = roll_back_claim(store, e, as_claiming);
+            }
         }
     }
+    if (!healed) return true;  // keep the lease: its work is not finished, the next one retries
     if (leases.free_if_unchanged(lease_index, lease_word)) {
         shm::bump_counter(store.index().header().dead_leases_reaped);
     }
     return true;
 }
 
-bool reap_named_if_dead(NetworkStore& store, uint16_t lease_index, uint16_t lease_gen) {
+bool holder_gone(NetworkStore& store, uint16_t lease_index, uint16_t lease_gen) {
     shm::LeaseTable& leases = store.index().leases();
-    if (lease_index >= leases.size()) return false;
+    if (lease_index >= leases.size()) return true;
     const uint64_t w = leases.word(lease_index);
-    // The lease was freed (its work done) or has a new holder: what named it is settled.
     if (shm::LeaseTable::pid_of(w) == 0 || shm::LeaseTable::gen_of(w) != lease_gen) return true;
     return reap_if_dead(store, lease_index, w);
+}
+
+bool heal_entry_if_orphaned(NetworkStore& store, uint64_t entry_index, uint64_t entry_word) {
+    const EntryWord ew = EntryWord::decode(entry_word);
+    if (ew.state != EntryState::kClaiming && ew.state != EntryState::kReleasing) return false;
+    if (!holder_gone(store, ew.lease_index, ew.lease_gen)) return false;
+    if (ew.state == EntryState::kClaiming) {
+        roll_back_claim(store, entry_index, entry_word);
+    } else {
+        complete_release(store, entry_index, entry_word);
+    }
+    return true;
+}
+
+bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t slot,
+                           uint64_t slot_word) {
+    const SlotWord sw = SlotWord::decode(slot_word);
+    if (sw.state != SlotState::kClaiming && sw.state != SlotState::kReleasing) return false;
+    if (!holder_gone(store, sw.lease_index, sw.lease_gen)) return false;
+    // A claim never committed (slots are published before their entry commits) and a release
+    // always completes.
+    if (sw.state == SlotState::kClaiming) {
+        slot_ops::roll_back(block, slot, slot_word);
+    } else {
+        slot_ops::finish_release(block, slot, slot_word, shm::boot_ns());
+    }
+    return true;
 }
 
 size_t reap_dead_leases(NetworkStore& store) {
@@ -108,6 +194,17 @@ size_t reap_dead_leases(NetworkStore& store) {
         if (reap_if_dead(store, i, w)) ++n;
     }
     return n;
+}
+
+void settle_own_work(NetworkStore& store, const shm::LeaseHandle& lease) {
+    const uint64_t target = store.index().leases().target(lease.index);
+    const uint64_t e_plus_one = shm::LeaseTable::target_entry_plus_one(target);
+    if (e_plus_one == 0 || e_plus_one > store.index().entry_count()) return;
+    const uint64_t w = shm::load_word(store.index().entry(e_plus_one - 1).state);
+    const EntryWord ew = EntryWord::decode(w);
+    if (!ew.held_by(uint16_t(lease.index), lease.gen16())) return;
+    if (ew.state == EntryState::kClaiming) roll_back_claim(store, e_plus_one - 1, w);
+    if (ew.state == EntryState::kReleasing) complete_release(store, e_plus_one - 1, w);
 }
 
 }  // namespace shmipam::engine

@@ -1,9 +1,12 @@
 // Healing what a dead invocation left half done. Every ADD and DEL scans the lease table; a
-// lease whose holder is dead has its one piece of work (the entry its target names) finished:
-//   entry CLAIMING by it  -> its slots go back to FREE, the entry becomes a tombstone (roll back)
+// lease whose holder is dead has its one piece of work (the entry tenancy its target names)
+// finished:
+//   entry CLAIMING by it  -> the entry becomes a tombstone, its slots go back to FREE (roll back)
 //   entry RELEASING by it -> its slots go on to COOLING, the entry becomes a tombstone (forward)
-// and then the lease is freed. All of it is CAS on words that name the dead lease's index and
-// generation, so racing healers agree and a lease's next holder is never touched.
+// and then the lease is freed. Work that names a lease whose holder is gone (freed or reused
+// lease, e.g. after a healer itself died) is healed directly by whoever meets it. Every step is
+// a CAS on words naming the lease's index and generation and the entry's tenancy generation, so
+// racing healers agree and nothing of a later holder or tenant is ever touched.
 #pragma once
 
 #include <cstdint>
@@ -14,21 +17,36 @@
 
 namespace shmipam::engine {
 
-// Roll back an attachment claim: every slot the entry references that is still CLAIMING by the
-// entry's lease, or already ALLOCATED to the entry, returns to FREE; the entry is retired.
-void roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
+// Roll back an attachment claim observed as `entry_word` (CLAIMING): the entry is retired, then
+// every slot it referenced that is still CLAIMING by its lease, or ALLOCATED to this tenancy,
+// returns to FREE. Also finishes a rollback a dead healer left (entry already retired, same
+// tenancy). False when a block could not be opened (nothing is given up then).
+bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
 
-// Complete a release: every slot the entry references that it still owns goes to COOLING; the
-// entry is retired.
-void complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
+// Complete a release observed as `entry_word` (RELEASING): every slot of this tenancy goes to
+// COOLING, then the entry is retired. False when a block could not be opened.
+bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
+
+// Whether the holder of lease (index, low 16 bits of its generation) is gone: the lease was
+// freed or passed on, or its holder is dead (then its work is recovered and the lease freed).
+bool holder_gone(NetworkStore& store, uint16_t lease_index, uint16_t lease_gen);
+
+// An entry observed CLAIMING / RELEASING: if its holder is gone, heal it. True when healed (or
+// already changed): look again.
+bool heal_entry_if_orphaned(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
+
+// A slot observed CLAIMING / RELEASING: if its holder is gone, roll it back / forward.
+bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t slot,
+                           uint64_t slot_word);
 
 // Recovers and frees one lease if its holder is dead. True when it was dead.
 bool reap_if_dead(NetworkStore& store, uint32_t lease_index, uint64_t lease_word);
 
-// Same, for the lease an entry or slot word names (index and low 16 bits of the generation).
-bool reap_named_if_dead(NetworkStore& store, uint16_t lease_index, uint16_t lease_gen);
-
 // Scans the lease table; returns how many dead leases it recovered.
 size_t reap_dead_leases(NetworkStore& store);
+
+// Before an invocation frees its own lease: finish any work it leaves (an error path that did
+// not roll back), so a freed lease never names unfinished work.
+void settle_own_work(NetworkStore& store, const shm::LeaseHandle& lease);
 
 }  // namespace shmipam::engine

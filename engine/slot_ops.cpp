@@ -41,6 +41,8 @@ bool claim(shm::BlockFile& b, uint64_t i, uint64_t expected, const shm::LeaseHan
 bool publish(shm::BlockFile& b, uint64_t i, uint64_t claimed_word, uint64_t owner,
              uint64_t owner_fp, uint64_t now_unix_ns) {
     format::Slot& s = b.slot(i);
+    // Only while the slot is still ours: never overwrite the fields of a later claimer.
+    if (shm::load_word(s.state) != claimed_word) return false;
     shm::store_word(s.owner, owner, std::memory_order_relaxed);
     shm::store_word(s.owner_fp, owner_fp, std::memory_order_relaxed);
     shm::store_word(s.allocated_unix_ns, now_unix_ns, std::memory_order_relaxed);
@@ -73,7 +75,9 @@ bool begin_release(shm::BlockFile& b, uint64_t i, uint64_t expected, uint16_t le
 
 bool finish_release(shm::BlockFile& b, uint64_t i, uint64_t releasing_word, uint64_t now_boot_ns) {
     format::Slot& s = b.slot(i);
-    // The cool-down start must be visible to anyone who sees COOLING: store it first.
+    // The cool-down start must be visible to anyone who sees COOLING: store it first (and only
+    // while the slot is still the RELEASING word a racing healer may have finished already).
+    if (shm::load_word(s.state) != releasing_word) return false;
     shm::store_word(s.changed_boot_ns, now_boot_ns, std::memory_order_relaxed);
     uint64_t e = releasing_word;
     if (!shm::cas_word(s.state, e, SlotWord::next(releasing_word, SlotState::kCooling))) {

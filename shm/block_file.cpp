@@ -35,7 +35,8 @@ BlockGeometry BlockFile::geometry() const {
 bool BlockFile::retired() const { return load_word(header().retired) != 0; }
 
 Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std::string& name,
-                                              const BlockGeometry& g, const FileIdentity& who) {
+                                              const BlockGeometry& g, const FileIdentity& who,
+                                              const Prefill& prefill) {
     const size_t bytes = file_bytes_for(g);
     auto created = create_published(dir, name, bytes, [&](std::span<std::byte> mem) -> Status {
         auto* h = reinterpret_cast<BlockHeader*>(mem.data());
@@ -58,7 +59,10 @@ Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std:
             return make_error(Code::kInvalidConfig, "dataDir or network name too long");
         }
         h->header_crc = crc32c(h, offsetof(BlockHeader, header_crc));
-        return Ok{};
+        if (!prefill) return Ok{};
+        BlockFile aside;
+        if (auto st = aside.bind(mem.data(), mem.size(), dir + "/" + name, &g, &who); !st) return st;
+        return prefill(aside);
     });
     if (!created) return created.error();
     auto mapped = MappedFile::open(dir + "/" + name, Access::kReadWrite);
@@ -79,21 +83,27 @@ Expected<BlockFile> BlockFile::open_existing(const std::string& path, Access acc
 }
 
 Status BlockFile::check(const BlockGeometry* expected, const FileIdentity* who) {
-    const std::string& path = map_.path();
-    if (auto st = check_header(map_.data(), map_.size(), format::kBlockMagic,
-                               offsetof(BlockHeader, header_crc), path);
+    return bind(map_.data(), map_.size(), map_.path(), expected, who);
+}
+
+Status BlockFile::bind(std::byte* base, size_t size, const std::string& path,
+                       const BlockGeometry* expected, const FileIdentity* who) {
+    if (auto st = check_header(base, size, format::kBlockMagic, offsetof(BlockHeader, header_crc),
+                               path);
         !st) {
         return st;
     }
+    base_ = base;
+    path_ = path;
     const BlockHeader& h = header();
     BlockGeometry g = geometry();
     const int bits = g.family == 4 ? 32 : g.family == 6 ? 128 : 0;
     if (bits == 0 || g.prefix > bits || bits - g.prefix > 24 || h.slot_count != g.slot_count() ||
         h.slot_bytes != sizeof(format::Slot) || h.bitmap_offset != format::kHeaderBytes ||
         h.slots_offset != format::kHeaderBytes + bitmap_bytes(h.slot_count) ||
-        h.file_bytes != file_bytes_for(g) || h.file_bytes != map_.size()) {
+        h.file_bytes != file_bytes_for(g) || h.file_bytes != size) {
         return make_error(Code::kArenaDamaged, "block file geometry is inconsistent: " + path,
-                          "size " + std::to_string(map_.size()));
+                          "size " + std::to_string(size));
     }
     if (expected != nullptr &&
         (g.family != expected->family || g.prefix != expected->prefix || g.base != expected->base)) {
@@ -112,8 +122,8 @@ Status BlockFile::check(const BlockGeometry* expected, const FileIdentity* who) 
         }
     }
     slot_count_ = h.slot_count;
-    bitmap_ = reinterpret_cast<uint64_t*>(map_.data() + h.bitmap_offset);
-    slots_ = reinterpret_cast<format::Slot*>(map_.data() + h.slots_offset);
+    bitmap_ = reinterpret_cast<uint64_t*>(base + h.bitmap_offset);
+    slots_ = reinterpret_cast<format::Slot*>(base + h.slots_offset);
     return Ok{};
 }
 

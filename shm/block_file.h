@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "shm/file_identity.h"
@@ -20,29 +21,36 @@ struct BlockGeometry {
 
 class BlockFile {
 public:
-    // Maps <dir>/<name>, creating it (empty: every slot FREE) if it does not exist.
+    // Maps <dir>/<name>, creating it (every slot FREE) if it does not exist. `prefill` runs on
+    // the aside copy before it is published (the host-local import), never on a shared file.
+    using Prefill = std::function<Status(BlockFile&)>;
     static Expected<BlockFile> open_or_create(const std::string& dir, const std::string& name,
-                                              const BlockGeometry& g, const FileIdentity& who);
+                                              const BlockGeometry& g, const FileIdentity& who,
+                                              const Prefill& prefill = nullptr);
     // Maps an existing block file and checks it; geometry comes from its header (tools).
     static Expected<BlockFile> open_existing(const std::string& path, Access access);
 
     static size_t file_bytes_for(const BlockGeometry& g);
 
-    format::BlockHeader& header() const { return *reinterpret_cast<format::BlockHeader*>(map_.data()); }
+    format::BlockHeader& header() const { return *reinterpret_cast<format::BlockHeader*>(base_); }
     format::Slot& slot(uint64_t i) const { return slots_[i]; }
     uint64_t* bitmap() const { return bitmap_; }
     uint64_t slot_count() const { return slot_count_; }
     BlockGeometry geometry() const;
-    const std::string& path() const { return map_.path(); }
+    const std::string& path() const { return path_; }
     bool retired() const;
 
 private:
     Status check(const BlockGeometry* expected, const FileIdentity* who);
+    Status bind(std::byte* base, size_t size, const std::string& path, const BlockGeometry* expected,
+                const FileIdentity* who);
 
     MappedFile map_;
+    std::byte* base_ = nullptr;
     format::Slot* slots_ = nullptr;
     uint64_t* bitmap_ = nullptr;
     uint64_t slot_count_ = 0;
+    std::string path_;
 };
 
 }  // namespace shmipam::shm

@@ -92,7 +92,10 @@ static_assert(offsetof(BlockHeader, retired) == 1024);
 
 struct Slot {
     uint64_t state;          // slot state word (above)
-    uint64_t owner;          // entry index + 1 (bits 0..31), range set (bits 32..39); 0 = none
+    // The attachment holding the address: entry index + 1 (bits 0..31), range set (bits 32..39),
+    // the entry's tenancy generation (bits 40..55), so a healer of an old tenancy of the entry
+    // can never mistake the slot of a newer one for its own. 0 = none.
+    uint64_t owner;
     uint64_t owner_fp;       // fingerprint of the owning attachment (cross-check for verify)
     uint64_t changed_boot_ns;  // CLOCK_BOOTTIME of the last release (cool-down start)
     uint64_t allocated_unix_ns;
@@ -106,17 +109,22 @@ static_assert(sizeof(Slot) == 64);
 // Lease word (first word of a lease):
 //   bits  0..21  pid (0 = free)
 //   bits 22..37  lease generation, bumped by every acquisition, kept when freed
-//   bits 38..63  low 26 bits of the holder's start time (clock ticks since boot; /proc/pid/stat)
+//   bits 38..41  4-bit hash of the holder's pid namespace, so a reader can tell a holder of
+//                another namespace (whose pid means nothing here) from the first instant
+//   bits 42..63  low 22 bits of the holder's start time (clock ticks since boot; /proc/pid/stat)
 inline constexpr int kLeasePidBits = 22;
 inline constexpr int kLeaseWordGenShift = 22;
-inline constexpr int kLeaseStartShift = 38;
+inline constexpr int kLeaseNsShift = 38;
+inline constexpr int kLeaseStartShift = 42;
 inline constexpr uint32_t kLeaseCount = 1024;  // concurrent invocations per network
 
 struct Lease {
     uint64_t word;
     uint64_t tag;  // lease gen (bits 48..63) | pid-namespace inode (bits 0..47)
     uint64_t acquired_boot_ms;  // lease gen (bits 48..63) | CLOCK_BOOTTIME ms (bits 0..47)
-    uint64_t target;         // entry index + 1 the holder works on (written before it claims it)
+    // The entry the holder works on, written before it claims or releases it: entry index + 1
+    // (bits 0..31) and the entry's tenancy generation (bits 32..47) as claimed / released.
+    uint64_t target;
 };
 static_assert(sizeof(Lease) == 32);
 

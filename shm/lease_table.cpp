@@ -10,6 +10,7 @@
 
 namespace shmipam::shm {
 
+using format::kLeaseNsShift;
 using format::kLeasePidBits;
 using format::kLeaseStartShift;
 using format::kLeaseWordGenShift;
@@ -21,11 +22,14 @@ uint64_t stamp(uint16_t gen, uint64_t value) {
     return (uint64_t(gen) << kStampShift) | (value & kStampValueMask);
 }
 // The value of a stamped field if it was written by the holder of generation gen, else 0.
+// A free lease keeps its generation, so the next holder's is new.
+uint64_t free_word(uint16_t gen) { return uint64_t(gen) << kLeaseWordGenShift; }
 uint64_t unstamp(uint16_t gen, uint64_t field) {
     return (field >> kStampShift) == gen ? field & kStampValueMask : 0;
 }
 constexpr uint64_t kPidMask = (uint64_t{1} << kLeasePidBits) - 1;
 constexpr uint64_t kStartMask = (uint64_t{1} << (64 - kLeaseStartShift)) - 1;
+constexpr uint64_t kNsMask = (uint64_t{1} << (kLeaseStartShift - kLeaseNsShift)) - 1;
 }  // namespace
 
 uint16_t LeaseHandle::gen16() const { return LeaseTable::gen_of(word); }
@@ -33,9 +37,13 @@ uint16_t LeaseHandle::gen16() const { return LeaseTable::gen_of(word); }
 pid_t LeaseTable::pid_of(uint64_t w) { return pid_t(w & kPidMask); }
 uint16_t LeaseTable::gen_of(uint64_t w) { return uint16_t(w >> kLeaseWordGenShift); }
 uint64_t LeaseTable::start_of(uint64_t w) { return w >> kLeaseStartShift; }
-uint64_t LeaseTable::make_word(pid_t pid, uint16_t gen, uint64_t start_ticks) {
+uint64_t LeaseTable::ns_of(uint64_t w) { return (w >> kLeaseNsShift) & kNsMask; }
+uint64_t LeaseTable::ns_hash(uint64_t tag) {
+    return (tag ^ (tag >> 4) ^ (tag >> 8) ^ (tag >> 12) ^ (tag >> 16) ^ (tag >> 24)) & kNsMask;
+}
+uint64_t LeaseTable::make_word(pid_t pid, uint16_t gen, uint64_t pidns_tag, uint64_t start_ticks) {
     return (uint64_t(pid) & kPidMask) | (uint64_t(gen) << kLeaseWordGenShift) |
-           ((start_ticks & kStartMask) << kLeaseStartShift);
+           (ns_hash(pidns_tag) << kLeaseNsShift) | ((start_ticks & kStartMask) << kLeaseStartShift);
 }
 
 Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
@@ -48,14 +56,16 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
             format::Lease& l = leases_[i];
             uint64_t w = load_word(l.word);
             if (pid_of(w) != 0) continue;
-            const uint64_t mine = make_word(self.pid, uint16_t(gen_of(w) + 1), self.start_ticks);
+            const uint64_t mine =
+                make_word(self.pid, uint16_t(gen_of(w) + 1), self.pidns_tag, self.start_ticks);
             if (cas_word(l.word, w, mine)) {
                 // The side fields are stamped with the lease generation: until these stores
                 // land, a reader sees the previous holder's stamp and treats them as unknown.
                 const uint16_t gen = gen_of(mine);
+                // acquired before tag: a reader that sees the tag also sees the time.
                 store_word(l.target, 0);
-                store_word(l.tag, stamp(gen, self.pidns_tag));
                 store_word(l.acquired_boot_ms, stamp(gen, boot_ns() / 1'000'000));
+                store_word(l.tag, stamp(gen, self.pidns_tag));
                 return LeaseHandle{uint32_t(i), mine};
             }
         }
@@ -69,17 +79,18 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
 
 void LeaseTable::release(const LeaseHandle& h) {
     uint64_t w = h.word;
-    const uint64_t freed = make_word(0, gen_of(h.word), 0);
+    const uint64_t freed = free_word(gen_of(h.word));
     cas_word(leases_[h.index].word, w, freed);
 }
 
 bool LeaseTable::free_if_unchanged(uint32_t index, uint64_t word) {
     uint64_t w = word;
-    return cas_word(leases_[index].word, w, make_word(0, gen_of(word), 0));
+    return cas_word(leases_[index].word, w, free_word(gen_of(word)));
 }
 
-void LeaseTable::set_target(const LeaseHandle& h, uint64_t target_plus_one) {
-    store_word(leases_[h.index].target, target_plus_one, std::memory_order_seq_cst);
+void LeaseTable::set_target(const LeaseHandle& h, uint64_t entry_index, uint16_t entry_gen) {
+    store_word(leases_[h.index].target, (entry_index + 1) | (uint64_t(entry_gen) << 32),
+               std::memory_order_seq_cst);
 }
 
 uint64_t LeaseTable::target(uint32_t index) const { return load_word(leases_[index].target); }
@@ -90,24 +101,26 @@ Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self
     if (pid == 0) return Holder::kFree;
     const format::Lease& l = leases_[index];
     const uint16_t gen = gen_of(w);
-    const uint64_t tag = unstamp(gen, load_word(l.tag));
     const uint64_t acquired = unstamp(gen, load_word(l.acquired_boot_ms));
+    const uint64_t tag = unstamp(gen, load_word(l.tag));
     const uint64_t now = boot_ns() / 1'000'000;
     const uint64_t age = (acquired != 0 && now > acquired) ? now - acquired : 0;
-    if (tag != 0 && tag != (self.pidns_tag & kStampValueMask)) {
-        // Another pid namespace: its pids mean nothing here; only time can tell.
-        return age > kForeignLeaseTimeoutMs ? Holder::kDead : Holder::kAlive;
-    }
+    // Another pid namespace: its pids mean nothing here, only time can tell. The full tag is
+    // known once stamped; before that, the 4-bit hash in the word says it.
+    const uint64_t my_tag = self.pidns_tag & kStampValueMask;
+    const bool foreign = tag != 0 ? tag != my_tag : ns_of(w) != ns_hash(self.pidns_tag);
+    if (foreign) return acquired != 0 && age > kForeignLeaseTimeoutMs ? Holder::kDead : Holder::kAlive;
     if (pid == self.pid && start_of(w) == (self.start_ticks & kStartMask)) return Holder::kAlive;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return Holder::kDead;
     // EPERM or success: a process with that pid exists. It may be the holder, a zombie holder,
     // or another process that reused the pid. /proc tells, but costs a file read: only ask for
     // leases held longer than an invocation takes, or whose acquisition time was never written.
     if (acquired != 0 && age < kProcCheckAfterMs) return Holder::kAlive;
-    auto st = read_proc_stat(pid);
-    if (!st) return Holder::kDead;
-    if (st->state == 'Z' || st->state == 'X') return Holder::kDead;
-    if ((st->start_ticks & kStartMask) != start_of(w)) return Holder::kDead;
+    const ProcStat st = read_proc_stat(pid);
+    if (st.lookup == ProcStat::Lookup::kGone) return Holder::kDead;
+    if (st.lookup == ProcStat::Lookup::kUnknown) return Holder::kAlive;  // never guess death
+    if (st.state == 'Z' || st.state == 'X') return Holder::kDead;
+    if ((st.start_ticks & kStartMask) != start_of(w)) return Holder::kDead;
     return Holder::kAlive;
 }
 

@@ -42,8 +42,11 @@ public:
     // Frees a dead holder's lease after its work was recovered; false if it changed meanwhile.
     bool free_if_unchanged(uint32_t index, uint64_t word);
 
-    void set_target(const LeaseHandle& h, uint64_t target_plus_one);
+    // The entry the holder is about to work on (index, tenancy generation); see format.h.
+    void set_target(const LeaseHandle& h, uint64_t entry_index, uint16_t entry_gen);
     uint64_t target(uint32_t index) const;
+    static uint64_t target_entry_plus_one(uint64_t target) { return target & 0xFFFFFFFFu; }
+    static uint16_t target_entry_gen(uint64_t target) { return uint16_t(target >> 32); }
 
     uint64_t word(uint32_t index) const;
     size_t size() const { return leases_.size(); }
@@ -52,7 +55,9 @@ public:
     static pid_t pid_of(uint64_t word);
     static uint16_t gen_of(uint64_t word);
     static uint64_t start_of(uint64_t word);
-    static uint64_t make_word(pid_t pid, uint16_t gen, uint64_t start_ticks);
+    static uint64_t ns_of(uint64_t word);
+    static uint64_t ns_hash(uint64_t pidns_tag);
+    static uint64_t make_word(pid_t pid, uint16_t gen, uint64_t pidns_tag, uint64_t start_ticks);
 
 private:
     std::span<format::Lease> leases_;

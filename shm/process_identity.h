@@ -20,10 +20,13 @@ struct ProcessIdentity {
 ProcessIdentity current_process();
 
 struct ProcStat {
+    enum class Lookup { kFound, kGone, kUnknown } lookup = Lookup::kUnknown;
     char state = '?';
     uint64_t start_ticks = 0;
 };
-// /proc/<pid>/stat of another process; nullopt when it does not exist.
-std::optional<ProcStat> read_proc_stat(pid_t pid);
+// /proc/<pid>/stat of another process. kGone only when the kernel says no such process;
+// kUnknown for anything else (out of descriptors, hidepid, ...): callers must not take that as
+// death.
+ProcStat read_proc_stat(pid_t pid);
 
 }  // namespace shmipam::shm

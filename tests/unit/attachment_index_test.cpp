@@ -16,7 +16,7 @@ protected:
     NetworkConfig cfg =
         testing::network_config(dir, {testing::range_set({{"10.7.0.0/24", "", "", ""}})});
     std::unique_ptr<NetworkStore> store = testing::open_store(cfg);
-    AttachmentIndex idx{store->index(), [](const shm::EntryWord&) { return false; }};
+    AttachmentIndex idx{store->index(), nullptr};
     shm::LeaseHandle lease = *store->index().leases().acquire(store->self());
 };
 

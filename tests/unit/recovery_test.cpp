@@ -66,7 +66,7 @@ void partial_operation(NetworkStore& s, const NetworkConfig& cfg, Step step) {
     const Fingerprint fp = fingerprint("victim", "eth0");
     auto lease = *s.index().leases().acquire(s.self());
     if (step == Step::kAfterLease) return;
-    AttachmentIndex idx(s.index(), [](const shm::EntryWord&) { return false; });
+    AttachmentIndex idx(s.index(), nullptr);
     EntryClaim claim = idx.claim(fp, lease);
     if (claim.kind != ClaimKind::kClaimed) return;
     format::Entry& ent = s.index().entry(claim.entry.index);
@@ -80,13 +80,14 @@ void partial_operation(NetworkStore& s, const NetworkConfig& cfg, Step step) {
                      }};
     auto got = claim_next(ctx, cfg.range_sets[0], 0);
     if (!got || step == Step::kAfterSlotClaim) return;
-    slot_ops::publish(*got->block, got->slot, got->word, slot_ops::owner_word(claim.entry.index, 0),
-                      fp.fp1, shm::unix_ns());
+    const uint16_t tenancy = shm::EntryWord::decode(claim.entry.word).gen;
+    slot_ops::publish(*got->block, got->slot, got->word,
+                      slot_ops::owner_word(claim.entry.index, 0, tenancy), fp.fp1, shm::unix_ns());
     if (step == Step::kAfterPublish) return;
     idx.commit(claim.entry, fp);
     // Now release it, dying midway.
     const uint64_t committed = shm::load_word(ent.state);
-    s.index().leases().set_target(lease, claim.entry.index + 1);
+    s.index().leases().set_target(lease, claim.entry.index, tenancy);
     uint64_t releasing = 0;
     idx.begin_release({claim.entry.index, committed}, lease, &releasing);
     if (step == Step::kAfterEntryRelease) return;
@@ -139,20 +140,20 @@ TEST(LeaseJudge, LiveSelfDeadChildAndPidReuse) {
     auto& leases = store->index().leases();
     const shm::ProcessIdentity self = store->self();
     const uint16_t gen = 77;  // matches no stamp in the table: side fields count as unknown
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.start_ticks), self),
+    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks), self),
               shm::Holder::kAlive);
     // Our pid with another start time is a reused pid, as seen from another process.
     shm::ProcessIdentity observer = self;
     observer.pid = 1;
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.start_ticks + 999),
+    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks + 999),
                            observer),
               shm::Holder::kDead);
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.start_ticks), observer),
+    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks), observer),
               shm::Holder::kAlive);
     pid_t child = ::fork();
     if (child == 0) ::_exit(0);
     ::waitpid(child, nullptr, 0);
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(child, gen, 1), self), shm::Holder::kDead);
+    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(child, gen, self.pidns_tag, 1), self), shm::Holder::kDead);
     EXPECT_EQ(leases.judge(5, 0, self), shm::Holder::kFree);
 }
 

@@ -1,0 +1,125 @@
+// Regression tests for healing: work that names a lease whose holder is gone, and healers that
+// act on an entry after it moved on to a new tenancy.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/attachment_index.h"
+#include "engine/next_fit.h"
+#include "engine/recovery.h"
+#include "engine/slot_ops.h"
+#include "shm/atomic_word.h"
+#include "shm/clock.h"
+#include "tests/support/network_fixture.h"
+
+namespace shmipam::engine {
+namespace {
+
+using format::SlotState;
+
+class HealingTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        cfg = testing::network_config(dir, {testing::range_set({{"10.8.0.0/29", "", "", ""}})});
+        store = testing::open_store(cfg);
+        alloc = std::make_unique<Allocator>(*store, cfg);
+    }
+    // A lease nobody holds: lease 7 is free in the table (generation 0), this names generation 3.
+    shm::LeaseHandle gone_lease() {
+        return {7, shm::LeaseTable::make_word(4000000, 3, store->self().pidns_tag, 1)};
+    }
+    shm::BlockFile& block() { return **store->block_for(*IpAddress::parse("10.8.0.2"), true); }
+    SlotState state(uint64_t slot) {
+        return shm::SlotWord::decode(slot_ops::load_state(block(), slot)).state;
+    }
+
+    testing::TempDir dir;
+    NetworkConfig cfg;
+    std::unique_ptr<NetworkStore> store;
+    std::unique_ptr<Allocator> alloc;
+};
+
+TEST_F(HealingTest, ASlotClaimingForAGoneLeaseIsReclaimedWhenTheNetworkFillsUp) {
+    uint64_t claimed = 0;
+    ASSERT_TRUE(slot_ops::claim(block(), 2, slot_ops::load_state(block(), 2), gone_lease(), &claimed));
+    // .2 .. .6 are usable: all five must be handed out, the orphaned claim on .2 included.
+    std::set<std::string> got;
+    for (int i = 0; i < 5; ++i) {
+        auto out = alloc->add(testing::add_request("c" + std::to_string(i)));
+        ASSERT_TRUE(out) << i << ": " << out.error().msg;
+        got.insert(testing::first_address(out));
+    }
+    EXPECT_EQ(got.count("10.8.0.2"), 1u);
+    testing::expect_verify_clean(*store);
+}
+
+TEST_F(HealingTest, ASlotReleasingForAGoneLeaseRollsForward) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .2
+    uint64_t releasing = 0;
+    ASSERT_TRUE(slot_ops::begin_release(block(), 2, slot_ops::load_state(block(), 2), 7, 3, &releasing));
+    EXPECT_TRUE(heal_slot_if_orphaned(*store, block(), 2, releasing));
+    EXPECT_EQ(state(2), SlotState::kCooling);
+}
+
+TEST_F(HealingTest, AnEntryClaimingForAGoneLeaseDoesNotBlockItsAttachment) {
+    AttachmentIndex idx(store->index(), nullptr);
+    const Fingerprint fp = fingerprint("stuck", "eth0");
+    ASSERT_EQ(idx.claim(fp, gone_lease()).kind, ClaimKind::kClaimed);
+    // DEL must finish (it used to spin forever), and ADD must get an address (it used to be
+    // refused as busy forever).
+    EXPECT_TRUE(alloc->del({"stuck", "eth0"}));
+    ASSERT_EQ(idx.claim(fp, gone_lease()).kind, ClaimKind::kClaimed);
+    auto out = alloc->add(testing::add_request("stuck"));
+    ASSERT_TRUE(out) << out.error().msg;
+    EXPECT_FALSE(out->existing);
+    testing::expect_verify_clean(*store);
+}
+
+TEST_F(HealingTest, AStaleHealerNeverTouchesTheNextTenancyOfAnEntry) {
+    // Tenancy 1 of the entry claims and publishes .2, then is rolled back by healer R1.
+    AttachmentIndex idx(store->index(), nullptr);
+    const Fingerprint fp = fingerprint("t", "eth0");
+    auto lease = *store->index().leases().acquire(store->self());
+    EntryClaim first = idx.claim(fp, lease);
+    ASSERT_EQ(first.kind, ClaimKind::kClaimed);
+    format::Entry& ent = store->index().entry(first.entry.index);
+    ent.ref_count = 1;
+    ClaimContext ctx{*store, lease, 0, shm::boot_ns(), [&](const IpAddress& a) {
+                         auto b = a.to_bytes();
+                         std::copy(b.begin(), b.end(), ent.refs[0].address);
+                         ent.refs[0].family = 4;
+                         ent.refs[0].block_prefix = 24;
+                     }};
+    auto got = claim_next(ctx, cfg.range_sets[0], 0);
+    ASSERT_TRUE(got);
+    const uint16_t t1 = shm::EntryWord::decode(first.entry.word).gen;
+    ASSERT_TRUE(slot_ops::publish(*got->block, got->slot, got->word,
+                                  slot_ops::owner_word(first.entry.index, 0, t1), fp.fp1, 1));
+    ASSERT_TRUE(roll_back_claim(*store, first.entry.index, first.entry.word));
+    store->index().leases().release(lease);
+    // Tenancy 2 of the same entry (same attachment, same bucket) takes .2 again and commits.
+    shm::store_word(store->index().header().cursor[0], 0);
+    auto second = alloc->add(testing::add_request("t"));
+    ASSERT_TRUE(second);
+    ASSERT_EQ(testing::first_address(second), "10.8.0.2");
+    ASSERT_EQ(idx.find(fp).at(0).index, first.entry.index) << "the entry must have been reused";
+    // Healer R2 wakes up with tenancy 1's word: it must change nothing.
+    EXPECT_TRUE(roll_back_claim(*store, first.entry.index, first.entry.word));
+    EXPECT_EQ(state(2), SlotState::kAllocated);
+    EXPECT_TRUE(alloc->addresses_of({"t", "eth0"}));
+    testing::expect_verify_clean(*store);
+}
+
+TEST_F(HealingTest, ARequestForAnAddressMidClaimByALiveInvocationIsTryAgain) {
+    auto lease = *store->index().leases().acquire(store->self());  // alive: this process
+    uint64_t claimed = 0;
+    ASSERT_TRUE(slot_ops::claim(block(), 5, slot_ops::load_state(block(), 5), lease, &claimed));
+    auto out = alloc->add(testing::add_request("x", "eth0", {"10.8.0.5"}));
+    ASSERT_FALSE(out);
+    EXPECT_EQ(out.error().code, Code::kTryAgainLater);
+    ASSERT_TRUE(slot_ops::roll_back(block(), 5, claimed));
+    store->index().leases().release(lease);
+}
+
+}  // namespace
+}  // namespace shmipam::engine
