@@ -76,26 +76,52 @@ void report(const char* name, const Phase& ph, int n) {
 
 }  // namespace
 
+int run_adds(const std::string& plugin, const std::string& config, int n, int concurrency);
+
 int main(int argc, char** argv) {
     CLI::App app{"cni_storm: concurrent ADD/DEL through a CNI IPAM plugin binary"};
     std::string plugin, config_path;
     int n = 300, concurrency = 32;
-    bool keep = false;
+    std::string phase = "both";
+    std::vector<std::string> ipam_overrides;
     app.add_option("--plugin", plugin, "plugin binary")->required();
     app.add_option("--config", config_path, "network config (JSON)")->required();
     app.add_option("-n,--count", n, "ADDs (then as many DELs)")->capture_default_str();
     app.add_option("-k,--concurrency", concurrency, "concurrent callers")->capture_default_str();
-    app.add_flag("--keep", keep, "skip the DELs (leave the allocations)");
+    app.add_option("--phase", phase, "add, del or both")
+        ->check(CLI::IsMember({"add", "del", "both"}))
+        ->capture_default_str();
+    app.add_option("--set-ipam", ipam_overrides, "override an ipam string field: KEY=VALUE");
     CLI11_PARSE(app, argc, argv);
 
     std::ifstream in(config_path);
     std::stringstream ss;
     ss << in.rdbuf();
-    const std::string config = ss.str();
-    if (config.empty()) {
-        std::cerr << "cannot read " << config_path << "\n";
+    auto doc = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (!doc.is_object() || !doc.contains("ipam")) {
+        std::cerr << "cannot read a network config from " << config_path << "\n";
         return 2;
     }
+    for (const auto& kv : ipam_overrides) {
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos) {
+            std::cerr << "--set-ipam wants KEY=VALUE\n";
+            return 2;
+        }
+        doc["ipam"][kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    const std::string config = doc.dump();
+    int rc = 0;
+    if (phase != "del") rc |= run_adds(plugin, config, n, concurrency);
+    if (phase != "add") {
+        Phase del = run_phase(plugin, "DEL", config, n, concurrency, "demo-");
+        report("DEL", del, n);
+        if (!del.errors.empty()) rc = 1;
+    }
+    return rc;
+}
+
+int run_adds(const std::string& plugin, const std::string& config, int n, int concurrency) {
 
     Phase add = run_phase(plugin, "ADD", config, n, concurrency, "demo-");
     std::set<std::string> unique(add.addresses.begin(), add.addresses.end());
@@ -109,12 +135,6 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < std::min<size_t>(3, add.errors.size()); ++i) {
         std::printf("  error: %s", add.errors[i].c_str());
     }
-    int rc = unique.size() == add.addresses.size() && add.errors.empty() ? 0 : 1;
     if (unique.size() != add.addresses.size()) std::printf("DUPLICATE ADDRESSES HANDED OUT\n");
-    if (!keep) {
-        Phase del = run_phase(plugin, "DEL", config, n, concurrency, "demo-");
-        report("DEL", del, n);
-        if (!del.errors.empty()) rc = 1;
-    }
-    return rc;
+    return unique.size() == add.addresses.size() && add.errors.empty() ? 0 : 1;
 }

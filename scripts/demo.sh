@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The main job: install, build, then drive the real shmipam binary with the example config:
+# one ADD by hand, a few hundred concurrent ADDs and DELs, and the arena as shmipamctl sees it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+cmake --preset release >/dev/null
+cmake --build --preset release --target shmipam shmipamctl cni_storm 2>&1 | tail -n 1
+
+bin=build/release
+conf=examples/10-shmipam-bridge.conf
+net=shmipam-demo
+run_dir=/run/shmipam
+if [ "$(id -u)" -ne 0 ] || ! mkdir -p "$run_dir" 2>/dev/null; then
+    run_dir=$(mktemp -d)/run  # not root: keep the demo's state in a temporary directory
+fi
+data_dir=$(mktemp -d)
+rm -rf "${run_dir:?}/$net"   # a fresh demo network each time
+config=$(mktemp)
+# The config as the plugin will see it: the example, with this demo's state directories.
+sed -e "s#\"type\": \"shmipam\",#\"type\": \"shmipam\", \"runDir\": \"$run_dir\", \"dataDir\": \"$data_dir\",#" "$conf" >"$config"
+
+echo "== config ($conf)"
+cat "$conf"
+echo
+echo "== one ADD by hand: CNI_COMMAND=ADD $bin/shmipam < config"
+CNI_COMMAND=ADD CNI_CONTAINERID=by-hand CNI_NETNS=/var/run/netns/demo CNI_IFNAME=eth0 \
+    CNI_PATH=/usr/lib/cni "$bin/shmipam" <"$config"
+echo
+echo "== 400 concurrent ADDs (32 callers, each a fresh plugin process)"
+"$bin/bench/cni_storm" --plugin "$bin/shmipam" --config "$config" -n 400 -k 32 --phase add
+echo
+echo "== shmipamctl --run-dir $run_dir dump $net (first 12 rows)"
+dump=$("$bin/shmipamctl" --run-dir "$run_dir" dump "$net")
+sed -n '1,14p' <<<"$dump"
+echo "   ..."
+tail -n 1 <<<"$dump"
+echo
+echo "== shmipamctl verify $net"
+"$bin/shmipamctl" --run-dir "$run_dir" verify "$net"
+echo
+echo "== 400 concurrent DELs, and the hand-made one"
+"$bin/bench/cni_storm" --plugin "$bin/shmipam" --config "$config" -n 400 -k 32 --phase del
+CNI_COMMAND=DEL CNI_CONTAINERID=by-hand CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$bin/shmipam" <"$config"
+"$bin/shmipamctl" --run-dir "$run_dir" verify "$net"
+dump=$("$bin/shmipamctl" --run-dir "$run_dir" dump "$net")
+sed -n '2,3p' <<<"$dump"
+tail -n 1 <<<"$dump"
+echo
+echo "== one caller at a time: 100 ADDs then 100 DELs (the latency a single pod start sees)"
+"$bin/bench/cni_storm" --plugin "$bin/shmipam" --config "$config" -n 100 -k 1
+rm -f "$config"
