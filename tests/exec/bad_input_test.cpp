@@ -18,6 +18,8 @@ struct BadCase {
     std::function<void(std::map<std::string, std::string>& env, std::string& stdin_text)> mutate;
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
 json allocation_state(const std::string& run_dir) {
     auto d = run_ctl({"--run-dir", run_dir, "dump", "net", "--json"});
     json out = json::array();
