@@ -49,7 +49,8 @@ Phase run_phase(const std::string& plugin, const std::string& command, const std
                 std::lock_guard<std::mutex> g(mu);
                 ph.micros.push_back(r.micros);
                 if (r.exit_code != 0) {
-                    ph.errors.push_back(r.out.empty() ? "exit " + std::to_string(r.exit_code) : r.out);
+                    ph.errors.push_back(r.out.empty() ? "exit " + std::to_string(r.exit_code)
+                                                      : r.out);
                     continue;
                 }
                 if (command == "ADD") {
@@ -62,16 +63,17 @@ Phase run_phase(const std::string& plugin, const std::string& command, const std
         });
     }
     for (auto& t : pool) t.join();
-    ph.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ph.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return ph;
 }
 
 void report(const char* name, const Phase& ph, int n) {
     const auto p = shmipam::bench::percentiles(ph.micros);
-    std::printf("%-4s %5d calls  %7.0f calls/s   p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms  max %7.2f ms  errors %zu\n",
-                name, n, double(n) / ph.wall_seconds, p.p50 / 1000, p.p90 / 1000, p.p99 / 1000,
-                p.max / 1000, ph.errors.size());
+    std::printf(
+        "%-4s %5d calls  %7.0f calls/s   p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms  max %7.2f ms  "
+        "errors %zu\n",
+        name, n, double(n) / ph.wall_seconds, p.p50 / 1000, p.p90 / 1000, p.p99 / 1000,
+        p.max / 1000, ph.errors.size());
 }
 
 }  // namespace
@@ -122,7 +124,6 @@ int main(int argc, char** argv) {
 }
 
 int run_adds(const std::string& plugin, const std::string& config, int n, int concurrency) {
-
     Phase add = run_phase(plugin, "ADD", config, n, concurrency, "demo-");
     std::set<std::string> unique(add.addresses.begin(), add.addresses.end());
     std::printf("%d concurrent callers, %d ADDs: %zu addresses handed out, %zu distinct\n",

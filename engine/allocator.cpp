@@ -21,7 +21,7 @@ namespace {
 
 // Holds a lease for the duration of one operation.
 class LeaseGuard {
-public:
+  public:
     explicit LeaseGuard(NetworkStore& store) : store_(store) {}
     ~LeaseGuard() {
         if (!held_) return;
@@ -47,7 +47,7 @@ public:
     }
     const shm::LeaseHandle& handle() const { return handle_; }
 
-private:
+  private:
     NetworkStore& store_;
     shm::LeaseHandle handle_;
     bool held_ = false;
@@ -89,9 +89,9 @@ Expected<std::vector<std::optional<IpAddress>>> Allocator::map_requests(
                                       " is a network, broadcast or gateway address");
             }
             if (per_set[s]) {
-                return make_error(Code::kRequestedAddressInvalid,
-                                  "more than one requested IP address in range set " +
-                                      to_string(set));
+                return make_error(
+                    Code::kRequestedAddressInvalid,
+                    "more than one requested IP address in range set " + to_string(set));
             }
             per_set[s] = a;
             placed = true;
@@ -105,7 +105,7 @@ Expected<std::vector<std::optional<IpAddress>>> Allocator::map_requests(
 }
 
 Expected<std::vector<AllocatedAddress>> Allocator::describe(uint64_t entry_index,
-                                                             uint64_t entry_word) {
+                                                            uint64_t entry_word) {
     const format::Entry& e = store_.index().entry(entry_index);
     const size_t n = std::min<size_t>(e.ref_count, format::kMaxRangeSets);
     format::AddressRef refs[format::kMaxRangeSets] = {};
@@ -159,9 +159,9 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
         }
         case ClaimKind::kBusy:
             shm::bump_counter(store_.index().header().busy_rejections);
-            return make_error(Code::kTryAgainLater,
-                              "another ADD for container " + req.key.container_id + " interface " +
-                                  req.key.ifname + " is in progress");
+            return make_error(Code::kTryAgainLater, "another ADD for container " +
+                                                        req.key.container_id + " interface " +
+                                                        req.key.ifname + " is in progress");
         case ClaimKind::kFull:
             return make_error(Code::kIndexFull, "the network's attachment index is full",
                               std::to_string(store_.index().entry_count()) + " entries");
@@ -196,9 +196,8 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     // Every range set keeps its slot CLAIMING until all have one; then they publish together.
     for (current_set = 0; current_set < cfg_.range_sets.size(); ++current_set) {
         const RangeSet& set = cfg_.range_sets[current_set];
-        auto got = (*requests)[current_set]
-                       ? claim_requested(ctx, set, *(*requests)[current_set])
-                       : claim_next(ctx, set, current_set);
+        auto got = (*requests)[current_set] ? claim_requested(ctx, set, *(*requests)[current_set])
+                                            : claim_next(ctx, set, current_set);
         if (!got) {
             roll_back_claim(store_, e, entry_word);
             return got.error();

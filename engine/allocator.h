@@ -27,7 +27,7 @@ struct AllocatedAddress {
 
 struct AddOutcome {
     std::vector<AllocatedAddress> addresses;  // one per range set, in range-set order
-    bool existing = false;  // the attachment already held them (a repeated ADD)
+    bool existing = false;                    // the attachment already held them (a repeated ADD)
 };
 
 struct GcOutcome {
@@ -35,7 +35,7 @@ struct GcOutcome {
 };
 
 class Allocator {
-public:
+  public:
     Allocator(NetworkStore& store, const NetworkConfig& cfg) : store_(store), cfg_(cfg) {}
 
     Expected<AddOutcome> add(const AddRequest& req);
@@ -48,7 +48,7 @@ public:
     // kUnavailable when some range set could not serve an ADD.
     Status status();
 
-private:
+  private:
     // The addresses of the entry, read consistently with its state being entry_word.
     Expected<std::vector<AllocatedAddress>> describe(uint64_t entry_index, uint64_t entry_word);
     Expected<std::vector<std::optional<IpAddress>>> map_requests(

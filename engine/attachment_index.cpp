@@ -104,7 +104,8 @@ EntryClaim AttachmentIndex::claim(const Fingerprint& fp, const shm::LeaseHandle&
         for (const EntryRef& other : find(fp)) {
             if (other.index == mine->index) continue;
             const EntryWord w = EntryWord::decode(other.word);
-            if (w.state == EntryState::kClaiming && reap_ && reap_(other.index, other.word)) continue;
+            if (w.state == EntryState::kClaiming && reap_ && reap_(other.index, other.word))
+                continue;
             retire(mine->index, mine->word);
             if (w.state == EntryState::kCommitted) return {ClaimKind::kExisting, other};
             return {ClaimKind::kBusy, other};

@@ -31,12 +31,13 @@ struct EntryClaim {
 };
 
 class AttachmentIndex {
-public:
+  public:
     // Given an entry observed CLAIMING or RELEASING (index, word): if the invocation driving it
     // is gone, heals it and returns true (the caller then looks again).
     using ReapIfDead = std::function<bool(uint64_t entry_index, uint64_t entry_word)>;
 
-    AttachmentIndex(shm::IndexFile& index, ReapIfDead reap) : index_(index), reap_(std::move(reap)) {}
+    AttachmentIndex(shm::IndexFile& index, ReapIfDead reap)
+        : index_(index), reap_(std::move(reap)) {}
 
     // For an ADD: the committed entry of this attachment, or a fresh CLAIMING entry of ours, or
     // kBusy when another live invocation is working on the same attachment.
@@ -60,7 +61,7 @@ public:
     static std::optional<Fingerprint> read_fp(const format::Entry& e, uint64_t word);
     static uint64_t stamped_fp1(uint64_t word, const Fingerprint& fp);
 
-private:
+  private:
     bool transition(uint64_t index, uint64_t expected, uint64_t desired);
     // Loads an entry's fingerprint, waiting out the moment between its owner's CAS and its store
     // of fp1 (or reaping the owner if it died there). nullopt: the entry changed meanwhile.

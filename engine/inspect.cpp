@@ -17,13 +17,20 @@ using shm::SlotWord;
 
 const char* slot_state_name(SlotState s) {
     switch (s) {
-        case SlotState::kFree: return "free";
-        case SlotState::kClaiming: return "claiming";
-        case SlotState::kAllocated: return "allocated";
-        case SlotState::kReleasing: return "releasing";
-        case SlotState::kCooling: return "cooling";
-        case SlotState::kReserved: return "reserved";
-        case SlotState::kSticky: return "sticky";
+        case SlotState::kFree:
+            return "free";
+        case SlotState::kClaiming:
+            return "claiming";
+        case SlotState::kAllocated:
+            return "allocated";
+        case SlotState::kReleasing:
+            return "releasing";
+        case SlotState::kCooling:
+            return "cooling";
+        case SlotState::kReserved:
+            return "reserved";
+        case SlotState::kSticky:
+            return "sticky";
     }
     return "invalid";
 }
@@ -41,7 +48,9 @@ IpAddress ref_address(const format::AddressRef& r) {
     return IpAddress::from_bytes(Family(r.family), b);
 }
 
-std::string fixed(const char* s, size_t cap) { return std::string(s, strnlen(s, cap)); }
+std::string fixed(const char* s, size_t cap) {
+    return std::string(s, strnlen(s, cap));
+}
 
 // Whether the lease (index, low 16 bits of gen) is held by a live process right now.
 bool lease_live(NetworkStore& store, uint16_t index, uint16_t gen) {
@@ -78,7 +87,10 @@ Expected<NetworkDump> dump(NetworkStore& store) {
             const uint64_t w = slot_ops::load_state(*b, i);
             const SlotWord sw = SlotWord::decode(w);
             if (sw.state == SlotState::kFree) continue;
-            if (sw.state == SlotState::kCooling) ++bv.cooling; else ++bv.in_use;
+            if (sw.state == SlotState::kCooling)
+                ++bv.cooling;
+            else
+                ++bv.in_use;
             SlotView v;
             v.address = IpAddress{base.value + i, base.family};
             v.state = slot_state_name(sw.state);
@@ -148,9 +160,9 @@ Expected<VerifyReport> verify(NetworkStore& store) {
         }
         if (ew.state == EntryState::kClaiming || ew.state == EntryState::kReleasing) {
             if (!lease_live(store, ew.lease_index, ew.lease_gen)) {
-                add("stuck-entry", name + " is " +
-                                       (ew.state == EntryState::kClaiming ? "claiming" : "releasing") +
-                                       " for a lease whose holder is gone");
+                add("stuck-entry",
+                    name + " is " + (ew.state == EntryState::kClaiming ? "claiming" : "releasing") +
+                        " for a lease whose holder is gone");
             }
             continue;
         }
@@ -181,7 +193,8 @@ Expected<VerifyReport> verify(NetworkStore& store) {
             auto block = store.block_for(a, false);
             if (!block) return block.error();
             if (*block == nullptr) {
-                add("dangling-ref", name + " holds " + a.to_string() + " whose block does not exist");
+                add("dangling-ref",
+                    name + " holds " + a.to_string() + " whose block does not exist");
                 continue;
             }
             const uint64_t s = store.slot_of(a);
@@ -209,7 +222,8 @@ Expected<VerifyReport> verify(NetworkStore& store) {
             const bool bit = (shm::load_word(b->bitmap()[i / 64]) >> (i % 64)) & 1;
             if (bit != slot_ops::busy(sw.state)) ++rep.hint_mismatches;
             if (int(sw.state) > int(SlotState::kSticky)) {
-                add("invalid-slot-state", a.to_string() + " has state " + std::to_string(int(sw.state)));
+                add("invalid-slot-state",
+                    a.to_string() + " has state " + std::to_string(int(sw.state)));
                 continue;
             }
             if (sw.state == SlotState::kClaiming || sw.state == SlotState::kReleasing) {
@@ -227,11 +241,13 @@ Expected<VerifyReport> verify(NetworkStore& store) {
             // Allocated to an entry that is still being claimed by a live ADD is fine.
             if (owner != 0 && owner <= idx.entry_count()) {
                 const EntryWord ew = EntryWord::decode(shm::load_word(idx.entry(owner - 1).state));
-                if (ew.state == EntryState::kClaiming && lease_live(store, ew.lease_index, ew.lease_gen)) {
+                if (ew.state == EntryState::kClaiming &&
+                    lease_live(store, ew.lease_index, ew.lease_gen)) {
                     continue;
                 }
             }
-            add("orphan-allocation", a.to_string() + " is allocated but no committed attachment holds it");
+            add("orphan-allocation",
+                a.to_string() + " is allocated but no committed attachment holds it");
         }
     }
     return rep;

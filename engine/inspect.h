@@ -42,7 +42,7 @@ struct NetworkDump {
     std::string network;
     std::string data_dir;
     std::vector<BlockView> blocks;
-    std::vector<SlotView> slots;  // every slot that is not free
+    std::vector<SlotView> slots;    // every slot that is not free
     std::vector<LeaseView> leases;  // held leases
     uint64_t adds = 0, dels = 0, dead_leases_reaped = 0, busy_rejections = 0;
 };

@@ -97,14 +97,20 @@ u128 Cidr::host_mask() const {
     return (u128{1} << host_bits) - 1;
 }
 
-IpAddress Cidr::network() const { return IpAddress{address.value & ~host_mask() & address.max_value(), address.family}; }
+IpAddress Cidr::network() const {
+    return IpAddress{address.value & ~host_mask() & address.max_value(), address.family};
+}
 
-IpAddress Cidr::last() const { return IpAddress{network().value | host_mask(), address.family}; }
+IpAddress Cidr::last() const {
+    return IpAddress{network().value | host_mask(), address.family};
+}
 
 bool Cidr::contains(const IpAddress& a) const {
     return a.family == address.family && (a.value & ~host_mask()) == network().value;
 }
 
-std::string Cidr::to_string() const { return address.to_string() + "/" + std::to_string(prefix); }
+std::string Cidr::to_string() const {
+    return address.to_string() + "/" + std::to_string(prefix);
+}
 
 }  // namespace shmipam::engine

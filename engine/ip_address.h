@@ -14,7 +14,9 @@ using u128 = unsigned __int128;
 
 enum class Family : uint8_t { kV4 = 4, kV6 = 6 };
 
-inline int family_bits(Family f) { return f == Family::kV4 ? 32 : 128; }
+inline int family_bits(Family f) {
+    return f == Family::kV4 ? 32 : 128;
+}
 
 struct IpAddress {
     u128 value = 0;

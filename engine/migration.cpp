@@ -51,7 +51,8 @@ bool read_small_file(const std::string& path, std::string* out, uint64_t* mtime_
     ::close(fd);
     if (n < 0) return false;
     out->assign(buf, size_t(n));
-    if (mtime_ns) *mtime_ns = uint64_t(sb.st_mtim.tv_sec) * 1'000'000'000u + uint64_t(sb.st_mtim.tv_nsec);
+    if (mtime_ns)
+        *mtime_ns = uint64_t(sb.st_mtim.tv_sec) * 1'000'000'000u + uint64_t(sb.st_mtim.tv_nsec);
     return true;
 }
 
@@ -78,7 +79,8 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
         if (name.rfind("last_reserved_ip.", 0) == 0) {
             const std::string n = name.substr(std::strlen("last_reserved_ip."));
             std::string body;
-            if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos ||
+            if (n.empty() || n.size() > 2 ||
+                n.find_first_not_of("0123456789") != std::string::npos ||
                 !read_small_file(path, &body, nullptr)) {
                 continue;
             }
@@ -146,7 +148,7 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
             std::copy(bytes.begin(), bytes.end(), ref.address);
             ref.family = uint8_t(f.address.family);
             ref.block_prefix = uint8_t(f.address.family == Family::kV4 ? cfg.block_prefix_v4
-                                                                        : cfg.block_prefix_v6);
+                                                                       : cfg.block_prefix_v6);
             ref.range_set = uint8_t(f.range_set);
             const u128 host_mask = (u128{1} << (f.address.bits() - ref.block_prefix)) - 1;
             const IpAddress base{f.address.value & ~host_mask, f.address.family};

@@ -61,13 +61,14 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     s->index_ = std::move(*index);
     const auto& h = s->index_.header();
     if (h.block_prefix_v4 != cfg.block_prefix_v4 || h.block_prefix_v6 != cfg.block_prefix_v6) {
-        return make_error(Code::kInvalidConfig,
-                          "blockSize differs from the one network \"" + cfg.name +
-                              "\" was created with (IPv4 /" + std::to_string(h.block_prefix_v4) +
-                              ", IPv6 /" + std::to_string(h.block_prefix_v6) + ")");
+        return make_error(Code::kInvalidConfig, "blockSize differs from the one network \"" +
+                                                    cfg.name + "\" was created with (IPv4 /" +
+                                                    std::to_string(h.block_prefix_v4) + ", IPv6 /" +
+                                                    std::to_string(h.block_prefix_v6) + ")");
     }
     if (s->index_.retired()) {
-        return make_error(Code::kArenaDamaged, "the network's index is retired: " + s->index_.path());
+        return make_error(Code::kArenaDamaged,
+                          "the network's index is retired: " + s->index_.path());
     }
     return s;
 }
@@ -77,8 +78,8 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::s
     std::unique_ptr<NetworkStore> s(new NetworkStore());
     s->dir_ = state_dir;
     s->access_ = access;
-    auto index = shm::IndexFile::open_existing(state_dir + "/" + shm::IndexFile::kFileName, access,
-                                               nullptr);
+    auto index =
+        shm::IndexFile::open_existing(state_dir + "/" + shm::IndexFile::kFileName, access, nullptr);
     if (!index) return index.error();
     s->index_ = std::move(*index);
     const auto& h = s->index_.header();

@@ -16,7 +16,7 @@
 namespace shmipam::engine {
 
 class NetworkStore {
-public:
+  public:
     // Opens the network's state, creating the directory and index on first use (importing
     // host-local's files if the dataDir has them).
     static Expected<std::unique_ptr<NetworkStore>> open(const NetworkConfig& cfg,
@@ -42,7 +42,7 @@ public:
 
     static std::string block_file_name(const IpAddress& base, int prefix);
 
-private:
+  private:
     NetworkStore() = default;
 
     std::string dir_;

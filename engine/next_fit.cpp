@@ -101,10 +101,9 @@ Expected<bool> walk_set(NetworkStore& store, const RangeSet& set, Position start
     const size_t n = set.size();
     auto run = [&](size_t r, u128 from, u128 to) -> Expected<bool> {
         const Range& range = set[r];
-        return walk(store, set, range.start.value + from, range.start.value + to, range.family(),
-                    pass, [&](shm::BlockFile& b, uint64_t s, const IpAddress& a) {
-                        return visit(b, s, a, r);
-                    });
+        return walk(
+            store, set, range.start.value + from, range.start.value + to, range.family(), pass,
+            [&](shm::BlockFile& b, uint64_t s, const IpAddress& a) { return visit(b, s, a, r); });
     };
     auto first = run(start.range, start.offset, set[start.range].size() - 1);
     if (!first || *first) return first;
@@ -122,7 +121,8 @@ Expected<bool> walk_set(NetworkStore& store, const RangeSet& set, Position start
 Expected<ClaimedSlot> claim_next(ClaimContext& ctx, const RangeSet& set, size_t set_index) {
     uint64_t& cursor = ctx.store.index().header().cursor[set_index];
     for (int attempt = 0; attempt < 8; ++attempt) {
-        const Position start = decode_cursor(shm::load_word(cursor, std::memory_order_relaxed), set);
+        const Position start =
+            decode_cursor(shm::load_word(cursor, std::memory_order_relaxed), set);
         std::optional<ClaimedSlot> got;
         std::optional<Cooling> oldest;
         bool healed_any = false;
@@ -168,20 +168,21 @@ Expected<ClaimedSlot> claim_next(ClaimContext& ctx, const RangeSet& set, size_t 
             ctx.before_claim(oldest->address);
             uint64_t claimed = 0;
             if (slot_ops::claim(*oldest->block, oldest->slot, oldest->word, ctx.lease, &claimed)) {
-                shm::store_word(cursor,
-                                encode_cursor(oldest->range, oldest->address.value -
-                                                                 set[oldest->range].start.value + 1),
-                                std::memory_order_relaxed);
+                shm::store_word(
+                    cursor,
+                    encode_cursor(oldest->range,
+                                  oldest->address.value - set[oldest->range].start.value + 1),
+                    std::memory_order_relaxed);
                 return ClaimedSlot{oldest->block, oldest->slot, claimed, oldest->address};
             }
             continue;  // lost it to someone else: look again
         }
         if (healed_any) continue;
-        return make_error(Code::kNoAddressFree, "no IP addresses available in range set " +
-                                                    to_string(set));
+        return make_error(Code::kNoAddressFree,
+                          "no IP addresses available in range set " + to_string(set));
     }
-    return make_error(Code::kTryAgainLater, "address claims kept racing in range set " +
-                                                to_string(set));
+    return make_error(Code::kTryAgainLater,
+                      "address claims kept racing in range set " + to_string(set));
 }
 
 Expected<ClaimedSlot> claim_requested(ClaimContext& ctx, const RangeSet& set,
@@ -211,8 +212,8 @@ Expected<ClaimedSlot> claim_requested(ClaimContext& ctx, const RangeSet& set,
             return ClaimedSlot{&b, s, claimed, address};
         }
     }
-    return make_error(Code::kTryAgainLater, "requested IP address " + address.to_string() +
-                                                " kept changing hands");
+    return make_error(Code::kTryAgainLater,
+                      "requested IP address " + address.to_string() + " kept changing hands");
 }
 
 uint64_t cursor_after(const RangeSet& set, const IpAddress& last) {

@@ -8,7 +8,9 @@ namespace {
 
 Expected<IpAddress> parse_ip_field(const std::string& text, const char* field) {
     auto a = IpAddress::parse(text);
-    if (!a) return make_error(Code::kInvalidConfig, std::string("invalid ") + field + " \"" + text + "\"");
+    if (!a)
+        return make_error(Code::kInvalidConfig,
+                          std::string("invalid ") + field + " \"" + text + "\"");
     return *a;
 }
 
@@ -39,9 +41,9 @@ Expected<Range> Range::from_spec(const RangeSpec& spec) {
         auto gw = parse_ip_field(spec.gateway, "gateway");
         if (!gw) return gw.error();
         if (gw->family != net.family) {
-            return make_error(Code::kInvalidConfig, "gateway " + spec.gateway +
-                                                        " is not of the family of " +
-                                                        cidr->to_string());
+            return make_error(
+                Code::kInvalidConfig,
+                "gateway " + spec.gateway + " is not of the family of " + cidr->to_string());
         }
         r.gateway = *gw;
     }
@@ -89,7 +91,9 @@ bool Range::excluded(const IpAddress& a) const {
     return family() == Family::kV4 && a == subnet.last();
 }
 
-std::string Range::to_string() const { return start.to_string() + "-" + end.to_string(); }
+std::string Range::to_string() const {
+    return start.to_string() + "-" + end.to_string();
+}
 
 Expected<RangeSet> make_range_set(const std::vector<RangeSpec>& specs) {
     if (specs.empty()) return make_error(Code::kInvalidConfig, "empty range set");

@@ -131,14 +131,15 @@ bool reap_if_dead(NetworkStore& store, uint32_t lease_index, uint64_t lease_word
         if (ew.gen == shm::LeaseTable::target_entry_gen(target)) {
             if (ew.state == EntryState::kClaiming && ew.held_by(uint16_t(lease_index), gen)) {
                 healed = roll_back_claim(store, e, w);
-            } else if (ew.state == EntryState::kReleasing && ew.held_by(uint16_t(lease_index), gen)) {
+            } else if (ew.state == EntryState::kReleasing &&
+                       ew.held_by(uint16_t(lease_index), gen)) {
                 healed = complete_release(store, e, w);
             } else if (ew.state == EntryState::kTombstone) {
                 // Retired, perhaps by a healer of this claim that died before its slots were
                 // done: finish that rollback (a no-op if they are).
-                const uint64_t as_claiming = EntryWord{EntryState::kClaiming, uint16_t(lease_index),
-                                                       gen, ew.gen, ew.fp16}
-                                                 .encode();
+                const uint64_t as_claiming =
+                    EntryWord{EntryState::kClaiming, uint16_t(lease_index), gen, ew.gen, ew.fp16}
+                        .encode();
                 healed = roll_back_claim(store, e, as_claiming);
             }
         }

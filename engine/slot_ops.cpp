@@ -66,7 +66,8 @@ bool roll_back(shm::BlockFile& b, uint64_t i, uint64_t expected) {
 
 bool begin_release(shm::BlockFile& b, uint64_t i, uint64_t expected, uint16_t lease_index,
                    uint16_t lease_gen, uint64_t* releasing_word) {
-    const uint64_t desired = SlotWord::next(expected, SlotState::kReleasing, lease_index, lease_gen);
+    const uint64_t desired =
+        SlotWord::next(expected, SlotState::kReleasing, lease_index, lease_gen);
     uint64_t e = expected;
     if (!shm::cas_word(b.slot(i).state, e, desired)) return false;
     *releasing_word = desired;

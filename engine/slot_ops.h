@@ -44,8 +44,12 @@ bool finish_release(shm::BlockFile& b, uint64_t i, uint64_t releasing_word, uint
 inline uint64_t owner_word(uint64_t entry_index, size_t range_set, uint16_t entry_gen) {
     return (entry_index + 1) | (uint64_t(range_set & 0xFF) << 32) | (uint64_t(entry_gen) << 40);
 }
-inline uint64_t owner_entry_plus_one(uint64_t owner) { return owner & 0xFFFFFFFFu; }
-inline uint16_t owner_entry_gen(uint64_t owner) { return uint16_t(owner >> 40); }
+inline uint64_t owner_entry_plus_one(uint64_t owner) {
+    return owner & 0xFFFFFFFFu;
+}
+inline uint16_t owner_entry_gen(uint64_t owner) {
+    return uint16_t(owner >> 40);
+}
 // Whether `owner` names this tenancy of the entry (any range set).
 inline bool owned_by(uint64_t owner, uint64_t entry_index, uint16_t entry_gen) {
     return owner_entry_plus_one(owner) == entry_index + 1 && owner_entry_gen(owner) == entry_gen;

@@ -28,7 +28,8 @@ Status validate_container_id(const std::string& id) {
 
 Status validate_ifname(const std::string& ifname) {
     if (ifname.empty()) return make_error(Code::kInvalidEnv, "interface name is empty");
-    if (ifname.size() > 15) return make_error(Code::kInvalidEnv, "interface name is too long", ifname);
+    if (ifname.size() > 15)
+        return make_error(Code::kInvalidEnv, "interface name is too long", ifname);
     if (ifname == "." || ifname == "..") {
         return make_error(Code::kInvalidEnv, "interface name is . or ..", ifname);
     }
@@ -46,7 +47,8 @@ Status validate_network_name(const std::string& name) {
     if (!matches_cni_pattern(name)) {
         return make_error(Code::kInvalidConfig, "invalid characters found in network name", name);
     }
-    if (name.size() > 127) return make_error(Code::kInvalidConfig, "network name is too long", name);
+    if (name.size() > 127)
+        return make_error(Code::kInvalidConfig, "network name is too long", name);
     return Ok{};
 }
 

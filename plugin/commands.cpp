@@ -45,7 +45,8 @@ Expected<std::vector<engine::IpAddress>> requested_addresses(const NetConf& nc) 
 }
 
 // CHECK: the attachment must hold exactly the addresses prevResult lists in our ranges.
-Status compare_with_prev_result(const NetConf& nc, const std::vector<engine::AllocatedAddress>& held) {
+Status compare_with_prev_result(const NetConf& nc,
+                                const std::vector<engine::AllocatedAddress>& held) {
     if (!nc.prev_result.is_object() || !nc.prev_result.contains("ips")) return Ok{};
     const json& ips = nc.prev_result["ips"];
     if (!ips.is_array()) return make_error(Code::kDecode, "prevResult.ips must be an array");
@@ -56,7 +57,8 @@ Status compare_with_prev_result(const NetConf& nc, const std::vector<engine::All
             return make_error(Code::kDecode, "prevResult.ips[].address must be a string");
         }
         auto c = engine::Cidr::parse(ip["address"].get<std::string>());
-        if (!c) return make_error(Code::kDecode, "invalid prevResult address " + ip["address"].dump());
+        if (!c)
+            return make_error(Code::kDecode, "invalid prevResult address " + ip["address"].dump());
         bool in_our_ranges = false;
         for (const auto& set : nc.network.range_sets) {
             if (engine::range_index_for(set, c->address)) in_our_ranges = true;
@@ -82,15 +84,16 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
 
     json doc = json::parse(stdin_data, nullptr, false);
     if (doc.is_discarded() || !doc.is_object()) {
-        return fail(kDefaultErrorVersion,
-                    make_error(Code::kDecode, "error unmarshalling network config: not valid JSON"));
+        return fail(
+            kDefaultErrorVersion,
+            make_error(Code::kDecode, "error unmarshalling network config: not valid JSON"));
     }
     auto version = read_cni_version(doc);
     if (!version) return fail(kDefaultErrorVersion, version.error());
     const std::string& v = *version;
     if (env->command == Command::kCheck && !version_at_least(v, "0.4.0")) {
-        return fail(v, make_error(Code::kIncompatibleVersion,
-                                  "config version does not allow CHECK", "cniVersion " + v));
+        return fail(v, make_error(Code::kIncompatibleVersion, "config version does not allow CHECK",
+                                  "cniVersion " + v));
     }
     if ((env->command == Command::kGc || env->command == Command::kStatus) &&
         !version_at_least(v, "1.1.0")) {

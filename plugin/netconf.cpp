@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <tuple>
 
-#include "shm/format.h"
-
 #include "plugin/cni_env.h"
+#include "shm/format.h"
 
 namespace shmipam::cni {
 
@@ -15,7 +14,8 @@ using nlohmann::json;
 namespace {
 
 Error type_error(const std::string& field, const char* want) {
-    return make_error(Code::kDecode, "cannot decode network config: \"" + field + "\" must be " + want);
+    return make_error(Code::kDecode,
+                      "cannot decode network config: \"" + field + "\" must be " + want);
 }
 
 // Reads an optional string field; code 6 when present with another type.
@@ -32,8 +32,10 @@ Expected<engine::RangeSpec> parse_range_spec(const json& j, const std::string& w
     struct Field {
         const char* key;
         std::string* into;
-    } fields[] = {{"subnet", &r.subnet}, {"rangeStart", &r.range_start},
-                  {"rangeEnd", &r.range_end}, {"gateway", &r.gateway}};
+    } fields[] = {{"subnet", &r.subnet},
+                  {"rangeStart", &r.range_start},
+                  {"rangeEnd", &r.range_end},
+                  {"gateway", &r.gateway}};
     for (auto& f : fields) {
         auto v = opt_string(j, f.key, where + ".");
         if (!v) return v.error();
@@ -90,7 +92,11 @@ Expected<uint64_t> parse_delay_ms(const json& j) {
     char unit[4] = {};
     int n = std::sscanf(s.c_str(), "%lf%3s", &v, unit);
     const std::string u = n == 2 ? unit : "s";
-    const double mult = u == "ms" ? 1 : u == "s" ? 1000 : u == "m" ? 60000 : u == "h" ? 3600000 : -1;
+    const double mult = u == "ms"  ? 1
+                        : u == "s" ? 1000
+                        : u == "m" ? 60000
+                        : u == "h" ? 3600000
+                                   : -1;
     if (n < 1 || mult < 0 || !(v >= 0)) {
         return make_error(Code::kInvalidConfig, "invalid reuseDelay \"" + s + "\"");
     }
@@ -140,7 +146,8 @@ Expected<std::string> read_cni_version(const json& doc) {
 Expected<engine::IpAddress> parse_requested_ip(const std::string& text) {
     const size_t slash = text.find('/');
     auto a = engine::IpAddress::parse(text.substr(0, slash));
-    if (!a) return make_error(Code::kInvalidConfig, "invalid requested IP address \"" + text + "\"");
+    if (!a)
+        return make_error(Code::kInvalidConfig, "invalid requested IP address \"" + text + "\"");
     if (slash != std::string::npos && !engine::Cidr::parse(text)) {
         return make_error(Code::kInvalidConfig, "invalid requested IP address \"" + text + "\"");
     }
@@ -173,7 +180,8 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     if (!run_dir) return run_dir.error();
     if (!run_dir->empty()) nc.network.run_dir = *run_dir;
     if (nc.network.data_dir.size() >= 255 || nc.network.run_dir.size() >= 255) {
-        return make_error(Code::kInvalidConfig, "dataDir and runDir must be shorter than 255 bytes");
+        return make_error(Code::kInvalidConfig,
+                          "dataDir and runDir must be shorter than 255 bytes");
     }
     auto resolv = opt_string(ipam, "resolvConf", "ipam.");
     if (!resolv) return resolv.error();
@@ -234,8 +242,8 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
                 return make_error(Code::kInvalidConfig,
                                   "invalid route dst " + r["dst"].get<std::string>());
             }
-            if (r.contains("gw") && !(r["gw"].is_string() &&
-                                      engine::IpAddress::parse(r["gw"].get<std::string>()))) {
+            if (r.contains("gw") &&
+                !(r["gw"].is_string() && engine::IpAddress::parse(r["gw"].get<std::string>()))) {
                 return make_error(Code::kInvalidConfig, "invalid route gw in " + r.dump());
             }
             nc.routes.push_back(r);
@@ -260,7 +268,9 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
             from_runtime = *l;
         }
     }
-    nc.requested_ips = !from_args.empty() ? from_args : !from_runtime.empty() ? from_runtime : args.ips;
+    nc.requested_ips = !from_args.empty()      ? from_args
+                       : !from_runtime.empty() ? from_runtime
+                                               : args.ips;
 
     if (auto p = doc.find("prevResult"); p != doc.end() && !p->is_null()) nc.prev_result = *p;
 

@@ -32,7 +32,9 @@ BlockGeometry BlockFile::geometry() const {
     return g;
 }
 
-bool BlockFile::retired() const { return load_word(header().retired) != 0; }
+bool BlockFile::retired() const {
+    return load_word(header().retired) != 0;
+}
 
 Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std::string& name,
                                               const BlockGeometry& g, const FileIdentity& who,
@@ -61,7 +63,8 @@ Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std:
         h->header_crc = crc32c(h, offsetof(BlockHeader, header_crc));
         if (!prefill) return Ok{};
         BlockFile aside;
-        if (auto st = aside.bind(mem.data(), mem.size(), dir + "/" + name, &g, &who); !st) return st;
+        if (auto st = aside.bind(mem.data(), mem.size(), dir + "/" + name, &g, &who); !st)
+            return st;
         return prefill(aside);
     });
     if (!created) return created.error();
@@ -88,8 +91,8 @@ Status BlockFile::check(const BlockGeometry* expected, const FileIdentity* who) 
 
 Status BlockFile::bind(std::byte* base, size_t size, const std::string& path,
                        const BlockGeometry* expected, const FileIdentity* who) {
-    if (auto st = check_header(base, size, format::kBlockMagic, offsetof(BlockHeader, header_crc),
-                               path);
+    if (auto st =
+            check_header(base, size, format::kBlockMagic, offsetof(BlockHeader, header_crc), path);
         !st) {
         return st;
     }
@@ -105,16 +108,15 @@ Status BlockFile::bind(std::byte* base, size_t size, const std::string& path,
         return make_error(Code::kArenaDamaged, "block file geometry is inconsistent: " + path,
                           "size " + std::to_string(size));
     }
-    if (expected != nullptr &&
-        (g.family != expected->family || g.prefix != expected->prefix || g.base != expected->base)) {
+    if (expected != nullptr && (g.family != expected->family || g.prefix != expected->prefix ||
+                                g.base != expected->base)) {
         return make_error(Code::kArenaForeign, "block file holds another block: " + path);
     }
     if (who != nullptr) {
         if (read_fixed(h.data_dir, sizeof h.data_dir) != who->data_dir) {
-            return make_error(Code::kArenaForeign,
-                              "arena " + path + " belongs to dataDir " +
-                                  read_fixed(h.data_dir, sizeof h.data_dir) + ", not " +
-                                  who->data_dir);
+            return make_error(Code::kArenaForeign, "arena " + path + " belongs to dataDir " +
+                                                       read_fixed(h.data_dir, sizeof h.data_dir) +
+                                                       ", not " + who->data_dir);
         }
         if (read_fixed(h.network, sizeof h.network) != who->network) {
             return make_error(Code::kArenaForeign, "arena " + path + " belongs to network " +

@@ -20,7 +20,7 @@ struct BlockGeometry {
 };
 
 class BlockFile {
-public:
+  public:
     // Maps <dir>/<name>, creating it (every slot FREE) if it does not exist. `prefill` runs on
     // the aside copy before it is published (the host-local import), never on a shared file.
     using Prefill = std::function<Status(BlockFile&)>;
@@ -40,10 +40,10 @@ public:
     const std::string& path() const { return path_; }
     bool retired() const;
 
-private:
+  private:
     Status check(const BlockGeometry* expected, const FileIdentity* who);
-    Status bind(std::byte* base, size_t size, const std::string& path, const BlockGeometry* expected,
-                const FileIdentity* who);
+    Status bind(std::byte* base, size_t size, const std::string& path,
+                const BlockGeometry* expected, const FileIdentity* who);
 
     MappedFile map_;
     std::byte* base_ = nullptr;

@@ -35,7 +35,9 @@ bool copy_fixed(char* dst, size_t cap, const std::string& s) {
     return true;
 }
 
-std::string read_fixed(const char* src, size_t cap) { return std::string(src, strnlen(src, cap)); }
+std::string read_fixed(const char* src, size_t cap) {
+    return std::string(src, strnlen(src, cap));
+}
 
 Status check_header(const void* header, size_t size, const char (&magic)[8], size_t crc_offset,
                     const std::string& path) {

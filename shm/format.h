@@ -61,12 +61,12 @@ struct BlockHeader {
     char magic[8];
     uint32_t version;
     uint32_t header_bytes;
-    uint8_t family;        // 4 or 6
-    uint8_t prefix;        // block prefix length
+    uint8_t family;  // 4 or 6
+    uint8_t prefix;  // block prefix length
     uint8_t reserved0[6];
-    uint8_t base[16];      // block network address, big-endian 128-bit (IPv4 in the last 4 bytes)
-    uint64_t slot_count;   // 2^(address bits - prefix)
-    uint64_t slot_bytes;   // sizeof(Slot)
+    uint8_t base[16];     // block network address, big-endian 128-bit (IPv4 in the last 4 bytes)
+    uint64_t slot_count;  // 2^(address bits - prefix)
+    uint64_t slot_bytes;  // sizeof(Slot)
     uint64_t bitmap_offset;
     uint64_t slots_offset;
     uint64_t file_bytes;
@@ -74,7 +74,7 @@ struct BlockHeader {
     uint8_t boot_id[16];
     char data_dir[kDataDirBytes];
     char network[kNetworkBytes];
-    uint32_t header_crc;   // CRC32C of bytes [0, offsetof(header_crc))
+    uint32_t header_crc;  // CRC32C of bytes [0, offsetof(header_crc))
     uint32_t reserved1;
     uint8_t pad_immutable[1024 - 512];
 
@@ -91,12 +91,12 @@ static_assert(offsetof(BlockHeader, header_crc) < 1024);
 static_assert(offsetof(BlockHeader, retired) == 1024);
 
 struct Slot {
-    uint64_t state;          // slot state word (above)
+    uint64_t state;  // slot state word (above)
     // The attachment holding the address: entry index + 1 (bits 0..31), range set (bits 32..39),
     // the entry's tenancy generation (bits 40..55), so a healer of an old tenancy of the entry
     // can never mistake the slot of a newer one for its own. 0 = none.
     uint64_t owner;
-    uint64_t owner_fp;       // fingerprint of the owning attachment (cross-check for verify)
+    uint64_t owner_fp;         // fingerprint of the owning attachment (cross-check for verify)
     uint64_t changed_boot_ns;  // CLOCK_BOOTTIME of the last release (cool-down start)
     uint64_t allocated_unix_ns;
     uint64_t reserved[3];
@@ -120,7 +120,7 @@ inline constexpr uint32_t kLeaseCount = 1024;  // concurrent invocations per net
 
 struct Lease {
     uint64_t word;
-    uint64_t tag;  // lease gen (bits 48..63) | pid-namespace inode (bits 0..47)
+    uint64_t tag;               // lease gen (bits 48..63) | pid-namespace inode (bits 0..47)
     uint64_t acquired_boot_ms;  // lease gen (bits 48..63) | CLOCK_BOOTTIME ms (bits 0..47)
     // The entry the holder works on, written before it claims or releases it: entry index + 1
     // (bits 0..31) and the entry's tenancy generation (bits 32..47) as claimed / released.

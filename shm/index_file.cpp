@@ -11,14 +11,18 @@ namespace shmipam::shm {
 using format::IndexHeader;
 
 namespace {
-constexpr size_t lease_bytes() { return format::kLeaseCount * sizeof(format::Lease); }
+constexpr size_t lease_bytes() {
+    return format::kLeaseCount * sizeof(format::Lease);
+}
 }  // namespace
 
 size_t IndexFile::file_bytes_for(const IndexGeometry& g) {
     return format::kHeaderBytes + lease_bytes() + size_t(g.entry_count) * sizeof(format::Entry);
 }
 
-bool IndexFile::retired() const { return load_word(header_->retired) != 0; }
+bool IndexFile::retired() const {
+    return load_word(header_->retired) != 0;
+}
 
 Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const IndexGeometry& g,
                                               const FileIdentity& who, const Prefill& prefill) {
@@ -67,16 +71,16 @@ Expected<IndexFile> IndexFile::open_existing(const std::string& path, Access acc
 
 Status IndexFile::bind(std::byte* base, size_t size, const std::string& path,
                        const FileIdentity* who) {
-    if (auto st = check_header(base, size, format::kIndexMagic, offsetof(IndexHeader, header_crc),
-                               path);
+    if (auto st =
+            check_header(base, size, format::kIndexMagic, offsetof(IndexHeader, header_crc), path);
         !st) {
         return st;
     }
     auto* h = reinterpret_cast<IndexHeader*>(base);
     const IndexGeometry g{h->entry_count, h->block_prefix_v4, h->block_prefix_v6};
     const bool pow2 = h->entry_count != 0 && (h->entry_count & (h->entry_count - 1)) == 0;
-    if (!pow2 || h->entry_bytes != sizeof(format::Entry) ||
-        h->lease_count != format::kLeaseCount || h->lease_offset != format::kHeaderBytes ||
+    if (!pow2 || h->entry_bytes != sizeof(format::Entry) || h->lease_count != format::kLeaseCount ||
+        h->lease_offset != format::kHeaderBytes ||
         h->entries_offset != format::kHeaderBytes + lease_bytes() ||
         h->file_bytes != file_bytes_for(g) || h->file_bytes != size) {
         return make_error(Code::kArenaDamaged, "index file geometry is inconsistent: " + path,
@@ -84,10 +88,9 @@ Status IndexFile::bind(std::byte* base, size_t size, const std::string& path,
     }
     if (who != nullptr) {
         if (read_fixed(h->data_dir, sizeof h->data_dir) != who->data_dir) {
-            return make_error(Code::kArenaForeign,
-                              "arena " + path + " belongs to dataDir " +
-                                  read_fixed(h->data_dir, sizeof h->data_dir) + ", not " +
-                                  who->data_dir);
+            return make_error(Code::kArenaForeign, "arena " + path + " belongs to dataDir " +
+                                                       read_fixed(h->data_dir, sizeof h->data_dir) +
+                                                       ", not " + who->data_dir);
         }
         if (read_fixed(h->network, sizeof h->network) != who->network) {
             return make_error(Code::kArenaForeign, "arena " + path + " belongs to network " +

@@ -20,7 +20,7 @@ struct IndexGeometry {
 };
 
 class IndexFile {
-public:
+  public:
     static constexpr const char* kFileName = "index";
 
     // Maps <dir>/index, creating it if it does not exist. `prefill` runs on the aside copy before
@@ -43,7 +43,7 @@ public:
     const std::string& path() const { return map_.path(); }
     bool retired() const;
 
-private:
+  private:
     Status bind(std::byte* base, size_t size, const std::string& path, const FileIdentity* who);
 
     MappedFile map_;

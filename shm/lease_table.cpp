@@ -23,7 +23,9 @@ uint64_t stamp(uint16_t gen, uint64_t value) {
 }
 // The value of a stamped field if it was written by the holder of generation gen, else 0.
 // A free lease keeps its generation, so the next holder's is new.
-uint64_t free_word(uint16_t gen) { return uint64_t(gen) << kLeaseWordGenShift; }
+uint64_t free_word(uint16_t gen) {
+    return uint64_t(gen) << kLeaseWordGenShift;
+}
 uint64_t unstamp(uint16_t gen, uint64_t field) {
     return (field >> kStampShift) == gen ? field & kStampValueMask : 0;
 }
@@ -32,12 +34,22 @@ constexpr uint64_t kStartMask = (uint64_t{1} << (64 - kLeaseStartShift)) - 1;
 constexpr uint64_t kNsMask = (uint64_t{1} << (kLeaseStartShift - kLeaseNsShift)) - 1;
 }  // namespace
 
-uint16_t LeaseHandle::gen16() const { return LeaseTable::gen_of(word); }
+uint16_t LeaseHandle::gen16() const {
+    return LeaseTable::gen_of(word);
+}
 
-pid_t LeaseTable::pid_of(uint64_t w) { return pid_t(w & kPidMask); }
-uint16_t LeaseTable::gen_of(uint64_t w) { return uint16_t(w >> kLeaseWordGenShift); }
-uint64_t LeaseTable::start_of(uint64_t w) { return w >> kLeaseStartShift; }
-uint64_t LeaseTable::ns_of(uint64_t w) { return (w >> kLeaseNsShift) & kNsMask; }
+pid_t LeaseTable::pid_of(uint64_t w) {
+    return pid_t(w & kPidMask);
+}
+uint16_t LeaseTable::gen_of(uint64_t w) {
+    return uint16_t(w >> kLeaseWordGenShift);
+}
+uint64_t LeaseTable::start_of(uint64_t w) {
+    return w >> kLeaseStartShift;
+}
+uint64_t LeaseTable::ns_of(uint64_t w) {
+    return (w >> kLeaseNsShift) & kNsMask;
+}
 uint64_t LeaseTable::ns_hash(uint64_t tag) {
     return (tag ^ (tag >> 4) ^ (tag >> 8) ^ (tag >> 12) ^ (tag >> 16) ^ (tag >> 24)) & kNsMask;
 }
@@ -93,8 +105,12 @@ void LeaseTable::set_target(const LeaseHandle& h, uint64_t entry_index, uint16_t
                std::memory_order_seq_cst);
 }
 
-uint64_t LeaseTable::target(uint32_t index) const { return load_word(leases_[index].target); }
-uint64_t LeaseTable::word(uint32_t index) const { return load_word(leases_[index].word); }
+uint64_t LeaseTable::target(uint32_t index) const {
+    return load_word(leases_[index].target);
+}
+uint64_t LeaseTable::word(uint32_t index) const {
+    return load_word(leases_[index].word);
+}
 
 Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self) const {
     const pid_t pid = pid_of(w);
@@ -109,7 +125,8 @@ Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self
     // known once stamped; before that, the 4-bit hash in the word says it.
     const uint64_t my_tag = self.pidns_tag & kStampValueMask;
     const bool foreign = tag != 0 ? tag != my_tag : ns_of(w) != ns_hash(self.pidns_tag);
-    if (foreign) return acquired != 0 && age > kForeignLeaseTimeoutMs ? Holder::kDead : Holder::kAlive;
+    if (foreign)
+        return acquired != 0 && age > kForeignLeaseTimeoutMs ? Holder::kDead : Holder::kAlive;
     if (pid == self.pid && start_of(w) == (self.start_ticks & kStartMask)) return Holder::kAlive;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return Holder::kDead;
     // EPERM or success: a process with that pid exists. It may be the holder, a zombie holder,

@@ -23,7 +23,7 @@ struct LeaseHandle {
 enum class Holder { kFree, kAlive, kDead };
 
 class LeaseTable {
-public:
+  public:
     // Leases whose holder is in another pid namespace cannot be judged by pid; they expire after
     // this long (documented in docs/claim-protocol.md).
     static constexpr uint64_t kForeignLeaseTimeoutMs = 60'000;
@@ -59,7 +59,7 @@ public:
     static uint64_t ns_hash(uint64_t pidns_tag);
     static uint64_t make_word(pid_t pid, uint16_t gen, uint64_t pidns_tag, uint64_t start_ticks);
 
-private:
+  private:
     std::span<format::Lease> leases_;
 };
 

@@ -56,8 +56,8 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
     };
     // Never sparse: every page is allocated now, so later stores cannot fault on a full disk.
     if (int err = ::posix_fallocate(fd, 0, off_t(bytes)); err != 0) {
-        return fail(io_error("cannot allocate " + std::to_string(bytes) + " bytes for", tmp_path,
-                             err));
+        return fail(
+            io_error("cannot allocate " + std::to_string(bytes) + " bytes for", tmp_path, err));
     }
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fail(io_error("cannot map", tmp_path, errno));

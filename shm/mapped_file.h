@@ -22,7 +22,7 @@ namespace shmipam::shm {
 enum class Access { kReadOnly, kReadWrite };
 
 class MappedFile {
-public:
+  public:
     MappedFile() = default;
     // Maps an existing file whole. kIo when it cannot be opened or mapped; the caller validates
     // the contents (size, magic, version, checksum).
@@ -32,7 +32,7 @@ public:
     size_t size() const { return region_.get_size(); }
     const std::string& path() const { return path_; }
 
-private:
+  private:
     boost::interprocess::mapped_region region_;
     std::string path_;
 };

@@ -41,8 +41,8 @@ struct Error {
 
 template <typename T>
 class Expected {
-public:
-    Expected(T v) : v_(std::move(v)) {}  // NOLINT(google-explicit-constructor)
+  public:
+    Expected(T v) : v_(std::move(v)) {}      // NOLINT(google-explicit-constructor)
     Expected(Error e) : v_(std::move(e)) {}  // NOLINT(google-explicit-constructor)
     bool ok() const { return v_.index() == 0; }
     explicit operator bool() const { return ok(); }
@@ -54,7 +54,7 @@ public:
     const T* operator->() const { return &value(); }
     const Error& error() const { return std::get<1>(v_); }
 
-private:
+  private:
     std::variant<T, Error> v_;
 };
 

@@ -56,7 +56,8 @@ json dump_to_json(const engine::NetworkDump& d) {
     }
     out["allocations"] = json::array();
     for (const auto& s : d.slots) {
-        json j{{"address", s.address.to_string()}, {"state", s.state}, {"generation", s.generation}};
+        json j{
+            {"address", s.address.to_string()}, {"state", s.state}, {"generation", s.generation}};
         if (s.holder_pid != 0) j["holderPid"] = s.holder_pid;
         if (!s.container_id.empty()) {
             j["containerID"] = s.container_id;
@@ -100,7 +101,8 @@ std::string dump_to_table(const engine::NetworkDump& d) {
                       s.state == "cooling" ? "-" : age(s.allocated_unix_ns).c_str(), extra.c_str());
         out += line;
     }
-    std::snprintf(line, sizeof line, "%zu addresses not free; %llu ADDs, %llu DELs, %llu dead leases reaped\n",
+    std::snprintf(line, sizeof line,
+                  "%zu addresses not free; %llu ADDs, %llu DELs, %llu dead leases reaped\n",
                   d.slots.size(), (unsigned long long)d.adds, (unsigned long long)d.dels,
                   (unsigned long long)d.dead_leases_reaped);
     out += line;
@@ -114,7 +116,8 @@ json verify_to_json(const engine::VerifyReport& r) {
     out["entriesChecked"] = r.entries_checked;
     out["hintMismatches"] = r.hint_mismatches;
     out["violations"] = json::array();
-    for (const auto& v : r.violations) out["violations"].push_back({{"kind", v.kind}, {"detail", v.detail}});
+    for (const auto& v : r.violations)
+        out["violations"].push_back({{"kind", v.kind}, {"detail", v.detail}});
     return out;
 }
 

@@ -24,7 +24,8 @@ Expected<std::unique_ptr<engine::NetworkStore>> open_network(const std::string& 
 }
 
 int cannot_read(const Error& e) {
-    std::cerr << "shmipamctl: " << e.msg << (e.details.empty() ? "" : " (" + e.details + ")") << "\n";
+    std::cerr << "shmipamctl: " << e.msg << (e.details.empty() ? "" : " (" + e.details + ")")
+              << "\n";
     return kExitCannotRead;
 }
 
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
     }
     auto rep = engine::verify(**store);
     if (!rep) return cannot_read(rep.error());
-    std::cout << (as_json ? tools::verify_to_json(*rep).dump(2) + "\n" : tools::verify_to_text(*rep));
+    std::cout << (as_json ? tools::verify_to_json(*rep).dump(2) + "\n"
+                          : tools::verify_to_text(*rep));
     return rep->violations.empty() ? 0 : kExitViolations;
 }

@@ -16,13 +16,16 @@ using nlohmann::json;
 
 constexpr const char* kBridgePlugin = "/usr/lib/cni/bridge";
 
-ProcessResult sh(const std::vector<std::string>& argv) { return run_process(argv, {}, ""); }
+ProcessResult sh(const std::vector<std::string>& argv) {
+    return run_process(argv, {}, "");
+}
 
 class BridgeE2E : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         SHMIPAM_REQUIRE_ROOT();
-        ASSERT_TRUE(std::filesystem::exists(kBridgePlugin)) << "containernetworking-plugins missing";
+        ASSERT_TRUE(std::filesystem::exists(kBridgePlugin))
+            << "containernetworking-plugins missing";
         // CNI_PATH holds the real bridge plugin and our plugin, as on a node.
         std::filesystem::create_directories(dir.sub("bin"));
         std::filesystem::create_symlink(kBridgePlugin, dir.sub("bin/bridge"));
@@ -60,7 +63,8 @@ protected:
     }
 
     std::string addresses_in(const std::string& ns) {
-        return sh({"/usr/sbin/ip", "netns", "exec", ns, "/usr/sbin/ip", "-4", "-o", "addr", "show"}).out;
+        return sh({"/usr/sbin/ip", "netns", "exec", ns, "/usr/sbin/ip", "-4", "-o", "addr", "show"})
+            .out;
     }
 
     TempDir dir;
@@ -78,11 +82,13 @@ TEST_F(BridgeE2E, AddressesLandInNamespacesWhichReachEachOtherAndDelRemovesThem)
     const std::string addr_b = b.json()["ips"][0]["address"];
     EXPECT_EQ(addr_a, "10.123.0.2/24");
     EXPECT_EQ(addr_b, "10.123.0.3/24");
-    EXPECT_NE(addresses_in(namespaces[0]).find(addr_a), std::string::npos) << addresses_in(namespaces[0]);
+    EXPECT_NE(addresses_in(namespaces[0]).find(addr_a), std::string::npos)
+        << addresses_in(namespaces[0]);
     EXPECT_NE(addresses_in(namespaces[1]).find(addr_b), std::string::npos);
 
     const std::string ip_b = addr_b.substr(0, addr_b.find('/'));
-    auto ping = sh({"/usr/sbin/ip", "netns", "exec", namespaces[0], "ping", "-c", "2", "-W", "2", ip_b});
+    auto ping =
+        sh({"/usr/sbin/ip", "netns", "exec", namespaces[0], "ping", "-c", "2", "-W", "2", ip_b});
     EXPECT_EQ(ping.exit_code, 0) << ping.out << ping.err;
 
     auto verify = run_ctl({"--run-dir", dir.sub("run"), "verify", "e2e"});

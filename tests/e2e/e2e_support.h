@@ -15,12 +15,12 @@ inline bool in_ci() {
     return ci != nullptr && std::string(ci) == "true";
 }
 
-#define SHMIPAM_REQUIRE_ROOT()                                                            \
-    do {                                                                                  \
-        if (::geteuid() != 0) {                                                           \
+#define SHMIPAM_REQUIRE_ROOT()                                                             \
+    do {                                                                                   \
+        if (::geteuid() != 0) {                                                            \
             if (::shmipam::testing::in_ci()) FAIL() << "end-to-end tests need root in CI"; \
             GTEST_SKIP() << "not root: end-to-end tests need network namespaces";          \
-        }                                                                                 \
+        }                                                                                  \
     } while (0)
 
 }  // namespace shmipam::testing

@@ -20,11 +20,12 @@ TEST(HostLocalMigration, ImportedAddressesAreNeverHandedOutUntilDeleted) {
     ASSERT_TRUE(std::filesystem::exists(kHostLocal)) << "containernetworking-plugins missing";
     TempDir dir;
     // /28: .2 .. .14 usable (.1 gateway, .15 broadcast).
-    json hl = {{"cniVersion", "1.0.0"},
-               {"name", "mig"},
-               {"type", "bridge"},
-               {"ipam",
-                {{"type", "host-local"}, {"dataDir", dir.sub("data")}, {"subnet", "10.124.0.0/28"}}}};
+    json hl = {
+        {"cniVersion", "1.0.0"},
+        {"name", "mig"},
+        {"type", "bridge"},
+        {"ipam",
+         {{"type", "host-local"}, {"dataDir", dir.sub("data")}, {"subnet", "10.124.0.0/28"}}}};
     std::set<std::string> host_local_addrs;
     for (const char* c : {"old-1", "old-2", "old-3"}) {
         auto r = run_process({kHostLocal}, cni_env("ADD", c), hl.dump());

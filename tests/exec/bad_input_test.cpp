@@ -18,14 +18,17 @@ struct BadCase {
     std::function<void(std::map<std::string, std::string>& env, std::string& stdin_text)> mutate;
 };
 
-void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const BadCase& c, std::ostream* os) {
+    *os << c.name;
+}
 
 json allocation_state(const std::string& run_dir) {
     auto d = run_ctl({"--run-dir", run_dir, "dump", "net", "--json"});
     json out = json::array();
     const json doc = d.json();  // keep it alive: the loop refers into it
     for (const auto& a : doc["allocations"]) {
-        out.push_back({a["address"], a["state"], a.value("containerID", ""), a.value("ifname", "")});
+        out.push_back(
+            {a["address"], a["state"], a.value("containerID", ""), a.value("ifname", "")});
     }
     return out;
 }
@@ -87,15 +90,23 @@ std::vector<BadCase> cases() {
         {"ifname_too_long", 4, [](Env& e, std::string&) { e["CNI_IFNAME"] = "abcdefghijklmnop"; }},
         {"ifname_slash", 4, [](Env& e, std::string&) { e["CNI_IFNAME"] = "a/b"; }},
         {"unknown_cni_args", 4, [](Env& e, std::string&) { e["CNI_ARGS"] = "FOO=bar"; }},
-        {"subnet_wrong_type", 6, cfg_edit([](json& j) { j["ipam"]["ranges"][0][0]["subnet"] = 5; })},
-        {"ranges_wrong_type", 6, cfg_edit([](json& j) { j["ipam"]["ranges"] = {{"a", "b"}}; })},
-        {"bad_cidr", 7, cfg_edit([](json& j) { j["ipam"]["ranges"][0][0]["subnet"] = "10.10.0.0/33"; })},
-        {"host_bits", 7, cfg_edit([](json& j) { j["ipam"]["ranges"][0][0]["subnet"] = "10.10.0.1/24"; })},
-        {"too_small", 7, cfg_edit([](json& j) { j["ipam"]["ranges"][0][0]["subnet"] = "10.10.0.0/31"; })},
-        {"mixed_families", 7,
-         cfg_edit([](json& j) { j["ipam"]["ranges"][0].push_back({{"subnet", "fd00::/64"}}); })},
-        {"overlapping_sets", 7,
-         cfg_edit([](json& j) { j["ipam"]["ranges"].push_back({{{"subnet", "10.10.0.0/25"}}}); })},
+        {"subnet_wrong_type", 6,
+         cfg_edit([](json& j) { j["ipam"]["ranges"][0][0]["subnet"] = 5; })},
+        {"ranges_wrong_type", 6, cfg_edit([](json& j) {
+             j["ipam"]["ranges"] = {{"a", "b"}};
+         })},
+        {"bad_cidr", 7,
+         cfg_edit([](json& j) { j["ipam"]["ranges"][0][0]["subnet"] = "10.10.0.0/33"; })},
+        {"host_bits", 7,
+         cfg_edit([](json& j) { j["ipam"]["ranges"][0][0]["subnet"] = "10.10.0.1/24"; })},
+        {"too_small", 7,
+         cfg_edit([](json& j) { j["ipam"]["ranges"][0][0]["subnet"] = "10.10.0.0/31"; })},
+        {"mixed_families", 7, cfg_edit([](json& j) {
+             j["ipam"]["ranges"][0].push_back({{"subnet", "fd00::/64"}});
+         })},
+        {"overlapping_sets", 7, cfg_edit([](json& j) {
+             j["ipam"]["ranges"].push_back({{{"subnet", "10.10.0.0/25"}}});
+         })},
         {"no_ranges", 7, cfg_edit([](json& j) { j["ipam"].erase("ranges"); })},
         {"no_ipam", 7, cfg_edit([](json& j) { j.erase("ipam"); })},
         {"unknown_version", 1, cfg_edit([](json& j) { j["cniVersion"] = "9.9.9"; })},

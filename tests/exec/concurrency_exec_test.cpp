@@ -15,7 +15,8 @@ std::vector<ProcessResult> run_all(const std::vector<std::map<std::string, std::
                                    const std::string& config) {
     std::vector<std::unique_ptr<Child>> kids;
     for (const auto& e : envs) {
-        kids.push_back(std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH}, e, config));
+        kids.push_back(
+            std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH}, e, config));
     }
     std::vector<ProcessResult> out;
     for (auto& k : kids) out.push_back(k->wait());

@@ -12,7 +12,7 @@ namespace {
 using nlohmann::json;
 
 class PluginCommands : public ::testing::TestWithParam<std::string> {
-protected:
+  protected:
     TempDir dir;
     json config() { return make_config(dir.path(), "net", GetParam()); }
 };
@@ -131,11 +131,13 @@ TEST(PluginAdd, RequestedAddressesFromEverySource) {
     EXPECT_EQ(by_env.json()["ips"][0]["address"], "10.10.0.77/24") << by_env.out;
     json rc = cfg;
     rc["runtimeConfig"] = {{"ips", {"10.10.0.78/24"}}};
-    EXPECT_EQ(run_plugin(cni_env("ADD", "b", "eth0", "IP=10.10.0.90"), rc.dump()).json()["ips"][0]["address"],
+    EXPECT_EQ(run_plugin(cni_env("ADD", "b", "eth0", "IP=10.10.0.90"), rc.dump())
+                  .json()["ips"][0]["address"],
               "10.10.0.78/24");
     json args = rc;
     args["args"] = {{"cni", {{"ips", {"10.10.0.79"}}}}};
-    EXPECT_EQ(run_plugin(cni_env("ADD", "c"), args.dump()).json()["ips"][0]["address"], "10.10.0.79/24");
+    EXPECT_EQ(run_plugin(cni_env("ADD", "c"), args.dump()).json()["ips"][0]["address"],
+              "10.10.0.79/24");
 }
 
 TEST(PluginAdd, ConcurrentRetryOfOneAttachmentNeverTakesTwoAddresses) {

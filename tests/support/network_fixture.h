@@ -21,8 +21,7 @@ inline engine::RangeSet range_set(std::vector<engine::RangeSpec> specs) {
     return s ? *s : engine::RangeSet{};
 }
 
-inline engine::NetworkConfig network_config(const TempDir& dir,
-                                            std::vector<engine::RangeSet> sets,
+inline engine::NetworkConfig network_config(const TempDir& dir, std::vector<engine::RangeSet> sets,
                                             uint64_t reuse_delay_ms = 0) {
     engine::NetworkConfig cfg;
     cfg.name = "unit";

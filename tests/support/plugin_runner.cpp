@@ -41,7 +41,8 @@ nlohmann::json ProcessResult::json() const {
 Child::Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
              const std::string& input) {
     int in_pipe[2], out_pipe[2], err_pipe[2];
-    if (::pipe2(in_pipe, O_CLOEXEC) || ::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC)) {
+    if (::pipe2(in_pipe, O_CLOEXEC) || ::pipe2(out_pipe, O_CLOEXEC) ||
+        ::pipe2(err_pipe, O_CLOEXEC)) {
         throw std::runtime_error("pipe failed");
     }
     posix_spawn_file_actions_t fa;

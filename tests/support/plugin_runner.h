@@ -25,13 +25,13 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 
 // Started asynchronously; wait() collects it. For many concurrent invocations.
 class Child {
-public:
+  public:
     Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
           const std::string& input);
     ProcessResult wait();
     pid_t pid() const { return pid_; }
 
-private:
+  private:
     pid_t pid_ = -1;
     int out_fd_ = -1;
     int err_fd_ = -1;

@@ -16,7 +16,7 @@ using testing::first_address;
 using testing::range_set;
 
 class AllocatorTest : public ::testing::Test {
-protected:
+  protected:
     void open(std::vector<RangeSet> sets, uint64_t delay_ms = 0) {
         cfg = testing::network_config(dir, std::move(sets), delay_ms);
         store = testing::open_store(cfg);

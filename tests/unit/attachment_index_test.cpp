@@ -11,7 +11,7 @@ namespace {
 using format::EntryState;
 
 class AttachmentIndexTest : public ::testing::Test {
-protected:
+  protected:
     testing::TempDir dir;
     NetworkConfig cfg =
         testing::network_config(dir, {testing::range_set({{"10.7.0.0/24", "", "", ""}})});

@@ -1,9 +1,10 @@
+#include "plugin/cni_env.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "plugin/cni_args.h"
-#include "plugin/cni_env.h"
 #include "plugin/resolv_conf.h"
 #include "tests/support/temp_dir.h"
 
@@ -19,8 +20,11 @@ EnvLookup env_of(std::map<std::string, std::string> m) {
 }
 
 std::map<std::string, std::string> full(const std::string& cmd) {
-    return {{"CNI_COMMAND", cmd}, {"CNI_CONTAINERID", "abc"}, {"CNI_NETNS", "/n"},
-            {"CNI_IFNAME", "eth0"}, {"CNI_PATH", "/p"}};
+    return {{"CNI_COMMAND", cmd},
+            {"CNI_CONTAINERID", "abc"},
+            {"CNI_NETNS", "/n"},
+            {"CNI_IFNAME", "eth0"},
+            {"CNI_PATH", "/p"}};
 }
 
 TEST(CniEnv, ReadsEveryCommand) {

@@ -18,7 +18,7 @@ namespace {
 using format::SlotState;
 
 class HealingTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         cfg = testing::network_config(dir, {testing::range_set({{"10.8.0.0/29", "", "", ""}})});
         store = testing::open_store(cfg);
@@ -41,7 +41,8 @@ protected:
 
 TEST_F(HealingTest, ASlotClaimingForAGoneLeaseIsReclaimedWhenTheNetworkFillsUp) {
     uint64_t claimed = 0;
-    ASSERT_TRUE(slot_ops::claim(block(), 2, slot_ops::load_state(block(), 2), gone_lease(), &claimed));
+    ASSERT_TRUE(
+        slot_ops::claim(block(), 2, slot_ops::load_state(block(), 2), gone_lease(), &claimed));
     // .2 .. .6 are usable: all five must be handed out, the orphaned claim on .2 included.
     std::set<std::string> got;
     for (int i = 0; i < 5; ++i) {
@@ -56,7 +57,8 @@ TEST_F(HealingTest, ASlotClaimingForAGoneLeaseIsReclaimedWhenTheNetworkFillsUp) 
 TEST_F(HealingTest, ASlotReleasingForAGoneLeaseRollsForward) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .2
     uint64_t releasing = 0;
-    ASSERT_TRUE(slot_ops::begin_release(block(), 2, slot_ops::load_state(block(), 2), 7, 3, &releasing));
+    ASSERT_TRUE(
+        slot_ops::begin_release(block(), 2, slot_ops::load_state(block(), 2), 7, 3, &releasing));
     EXPECT_TRUE(heal_slot_if_orphaned(*store, block(), 2, releasing));
     EXPECT_EQ(state(2), SlotState::kCooling);
 }

@@ -43,7 +43,8 @@ TEST(IpAddress, RejectsGarbage) {
 }
 
 TEST(IpAddress, BytesRoundTrip) {
-    for (const char* s : {"10.20.30.40", "fd00::1:2", "::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}) {
+    for (const char* s :
+         {"10.20.30.40", "fd00::1:2", "::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}) {
         auto a = *IpAddress::parse(s);
         EXPECT_EQ(IpAddress::from_bytes(a.family, a.to_bytes()), a) << s;
     }

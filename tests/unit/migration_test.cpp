@@ -14,7 +14,7 @@ TEST(Migration, HostLocalFilesBecomeAllocationsUntilDeleted) {
     const std::string hl = cfg.host_local_dir();
     testing::write_file(hl + "/10.6.0.2", "ctr-a\r\neth0");
     testing::write_file(hl + "/fd06::2", "ctr-a\r\neth0");
-    testing::write_file(hl + "/10.6.0.3", "ctr-old");  // pre-ifname format
+    testing::write_file(hl + "/10.6.0.3", "ctr-old");                // pre-ifname format
     testing::write_file(hl + "/10.9.9.9", "ctr-elsewhere\r\neth0");  // outside every range
     testing::write_file(hl + "/last_reserved_ip.0", "10.6.0.3");
     testing::write_file(hl + "/lock", "");

@@ -14,7 +14,9 @@ json base() {
         "isGateway":true,"ipam":{"type":"shmipam","subnet":"10.1.0.0/24"}})");
 }
 
-Expected<NetConf> parse(const json& j, const CniArgs& a = {}) { return parse_netconf(j, a); }
+Expected<NetConf> parse(const json& j, const CniArgs& a = {}) {
+    return parse_netconf(j, a);
+}
 
 TEST(NetConf, LegacyTopLevelRangeWithDefaults) {
     auto nc = parse(base());
@@ -64,11 +66,15 @@ TEST(NetConf, WrongTypesAreDecodeErrors) {
              [](json& j) { j["ipam"]["ranges"] = "x"; },
              [](json& j) { j["ipam"]["ranges"] = json::parse("[[5]]"); },
              [](json& j) { j["ipam"]["dataDir"] = true; },
-             [](json& j) { j["ipam"]["routes"] = {{"gw", "1.2.3.4"}}; },
+             [](json& j) {
+                 j["ipam"]["routes"] = {{"gw", "1.2.3.4"}};
+             },
              [](json& j) { j["ipam"] = "shmipam"; },
              [](json& j) { j["name"] = 3; },
              [](json& j) { j["cniVersion"] = 1.0; },
-             [](json& j) { j["args"] = {{"cni", {{"ips", "10.1.0.3"}}}}; },
+             [](json& j) {
+                 j["args"] = {{"cni", {{"ips", "10.1.0.3"}}}};
+             },
          }) {
         json j = base();
         mutate(j);
@@ -149,7 +155,8 @@ TEST(NetConf, ValidAttachmentsForGc) {
 
 TEST(CniResult, ShapeDependsOnVersion) {
     auto set = *engine::make_range_set({{"10.1.0.0/24", "", "", ""}});
-    std::vector<engine::AllocatedAddress> addrs{{*engine::IpAddress::parse("10.1.0.2"), 0, &set[0]}};
+    std::vector<engine::AllocatedAddress> addrs{
+        {*engine::IpAddress::parse("10.1.0.2"), 0, &set[0]}};
     json routes = json::parse(R"([{"dst":"0.0.0.0/0"}])");
     json r100 = make_result("1.0.0", addrs, routes, json::object());
     EXPECT_EQ(r100["ips"][0]["address"], "10.1.0.2/24");

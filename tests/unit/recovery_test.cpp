@@ -31,7 +31,7 @@ enum class Step {
 };
 
 class RecoveryTest : public ::testing::TestWithParam<Step> {
-protected:
+  protected:
     void SetUp() override {
         cfg = testing::network_config(dir, {testing::range_set({{"10.3.0.0/24", "", "", ""}})});
         store = testing::open_store(cfg);
@@ -94,7 +94,8 @@ void partial_operation(NetworkStore& s, const NetworkConfig& cfg, Step step) {
     uint64_t w = slot_ops::load_state(*got->block, got->slot);
     uint64_t slot_releasing = 0;
     const auto ew = shm::EntryWord::decode(releasing);
-    slot_ops::begin_release(*got->block, got->slot, w, ew.lease_index, ew.lease_gen, &slot_releasing);
+    slot_ops::begin_release(*got->block, got->slot, w, ew.lease_index, ew.lease_gen,
+                            &slot_releasing);
 }
 
 TEST_P(RecoveryTest, TheNextInvocationHealsWhatADeadOneLeft) {
@@ -140,20 +141,27 @@ TEST(LeaseJudge, LiveSelfDeadChildAndPidReuse) {
     auto& leases = store->index().leases();
     const shm::ProcessIdentity self = store->self();
     const uint16_t gen = 77;  // matches no stamp in the table: side fields count as unknown
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks), self),
-              shm::Holder::kAlive);
+    EXPECT_EQ(
+        leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks),
+                     self),
+        shm::Holder::kAlive);
     // Our pid with another start time is a reused pid, as seen from another process.
     shm::ProcessIdentity observer = self;
     observer.pid = 1;
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks + 999),
-                           observer),
-              shm::Holder::kDead);
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks), observer),
-              shm::Holder::kAlive);
+    EXPECT_EQ(
+        leases.judge(
+            5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks + 999),
+            observer),
+        shm::Holder::kDead);
+    EXPECT_EQ(
+        leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks),
+                     observer),
+        shm::Holder::kAlive);
     pid_t child = ::fork();
     if (child == 0) ::_exit(0);
     ::waitpid(child, nullptr, 0);
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(child, gen, self.pidns_tag, 1), self), shm::Holder::kDead);
+    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(child, gen, self.pidns_tag, 1), self),
+              shm::Holder::kDead);
     EXPECT_EQ(leases.judge(5, 0, self), shm::Holder::kFree);
 }
 

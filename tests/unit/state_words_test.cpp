@@ -40,12 +40,14 @@ TEST(StateWords, EntryGenerationCountsTenancies) {
 }
 
 class SlotOpsTest : public ::testing::Test {
-protected:
+  protected:
     testing::TempDir dir;
     engine::NetworkConfig cfg =
         testing::network_config(dir, {testing::range_set({{"10.5.0.0/24", "", "", ""}})});
     std::unique_ptr<engine::NetworkStore> store = testing::open_store(cfg);
-    shm::BlockFile* block() { return *store->block_for(*engine::IpAddress::parse("10.5.0.9"), true); }
+    shm::BlockFile* block() {
+        return *store->block_for(*engine::IpAddress::parse("10.5.0.9"), true);
+    }
 };
 
 TEST_F(SlotOpsTest, WalksTheWholeStateMachineAndKeepsTheHint) {
@@ -69,7 +71,8 @@ TEST_F(SlotOpsTest, WalksTheWholeStateMachineAndKeepsTheHint) {
     EXPECT_EQ(SlotWord::decode(allocated).state, SlotState::kAllocated);
     uint64_t releasing = 0;
     ASSERT_TRUE(ops::begin_release(b, i, allocated, 1, 2, &releasing));
-    EXPECT_FALSE(ops::begin_release(b, i, allocated, 1, 2, &releasing)) << "stale release must fail";
+    EXPECT_FALSE(ops::begin_release(b, i, allocated, 1, 2, &releasing))
+        << "stale release must fail";
     ASSERT_TRUE(ops::finish_release(b, i, releasing, 777));
     EXPECT_EQ(SlotWord::decode(ops::load_state(b, i)).state, SlotState::kCooling);
     EXPECT_EQ(b.slot(i).changed_boot_ns, 777u);
