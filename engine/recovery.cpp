@@ -189,11 +189,10 @@ bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t 
 size_t reap_dead_leases(NetworkStore& store) {
     shm::LeaseTable& leases = store.index().leases();
     size_t n = 0;
-    for (uint32_t i = 0; i < leases.size(); ++i) {
+    leases.for_each_held([&](uint32_t i) {
         const uint64_t w = leases.word(i);
-        if (shm::LeaseTable::pid_of(w) == 0) continue;
-        if (reap_if_dead(store, i, w)) ++n;
-    }
+        if (shm::LeaseTable::pid_of(w) != 0 && reap_if_dead(store, i, w)) ++n;
+    });
     return n;
 }
 

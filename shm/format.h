@@ -106,7 +106,10 @@ static_assert(sizeof(Slot) == 64);
 // ---------------------------------------------------------------------------------------------
 // Index file
 //
-// Lease word (first word of a lease):
+// The lease table is two parallel arrays: kLeaseCount lease words, packed so that the scan every
+// ADD and DEL makes reads only them (kLeaseCount * 8 bytes), then kLeaseCount side records.
+//
+// Lease word:
 //   bits  0..21  pid (0 = free)
 //   bits 22..37  lease generation, bumped by every acquisition, kept when freed
 //   bits 38..41  4-bit hash of the holder's pid namespace, so a reader can tell a holder of
@@ -116,17 +119,20 @@ inline constexpr int kLeasePidBits = 22;
 inline constexpr int kLeaseWordGenShift = 22;
 inline constexpr int kLeaseNsShift = 38;
 inline constexpr int kLeaseStartShift = 42;
-inline constexpr uint32_t kLeaseCount = 1024;  // concurrent invocations per network
+// Concurrent invocations per network holding a lease. A lease is held only while state is being
+// changed (tens of microseconds of a process's life), so hundreds of concurrent processes share
+// far fewer; when all are held, acquirers back off and finally answer code 11.
+inline constexpr uint32_t kLeaseCount = 512;
 
-struct Lease {
-    uint64_t word;
+struct LeaseSide {
     uint64_t tag;               // lease gen (bits 48..63) | pid-namespace inode (bits 0..47)
     uint64_t acquired_boot_ms;  // lease gen (bits 48..63) | CLOCK_BOOTTIME ms (bits 0..47)
     // The entry the holder works on, written before it claims or releases it: entry index + 1
     // (bits 0..31) and the entry's tenancy generation (bits 32..47) as claimed / released.
     uint64_t target;
+    uint64_t reserved;
 };
-static_assert(sizeof(Lease) == 32);
+static_assert(sizeof(LeaseSide) == 32);
 
 // Entry state word (first word of an attachment entry):
 //   bits  0..3   EntryState
@@ -184,7 +190,7 @@ struct IndexHeader {
     uint64_t entry_count;  // power of two
     uint64_t entry_bytes;
     uint64_t lease_count;
-    uint64_t lease_offset;
+    uint64_t lease_offset;  // lease words; the side records follow them
     uint64_t entries_offset;
     uint64_t file_bytes;
     uint8_t block_prefix_v4;

@@ -12,7 +12,7 @@ using format::IndexHeader;
 
 namespace {
 constexpr size_t lease_bytes() {
-    return format::kLeaseCount * sizeof(format::Lease);
+    return format::kLeaseCount * (sizeof(uint64_t) + sizeof(format::LeaseSide));
 }
 }  // namespace
 
@@ -99,8 +99,11 @@ Status IndexFile::bind(std::byte* base, size_t size, const std::string& path,
     }
     header_ = h;
     entry_count_ = h->entry_count;
-    leases_ = LeaseTable(std::span<format::Lease>(
-        reinterpret_cast<format::Lease*>(base + h->lease_offset), h->lease_count));
+    auto* words = reinterpret_cast<uint64_t*>(base + h->lease_offset);
+    auto* sides = reinterpret_cast<format::LeaseSide*>(base + h->lease_offset +
+                                                       h->lease_count * sizeof(uint64_t));
+    leases_ = LeaseTable(std::span<uint64_t>(words, h->lease_count),
+                         std::span<format::LeaseSide>(sides, h->lease_count));
     entries_ = reinterpret_cast<format::Entry*>(base + h->entries_offset);
     return Ok{};
 }

@@ -50,7 +50,7 @@ class IndexFile {
     format::IndexHeader* header_ = nullptr;
     format::Entry* entries_ = nullptr;
     uint64_t entry_count_ = 0;
-    LeaseTable leases_{{}};
+    LeaseTable leases_{{}, {}};
 };
 
 }  // namespace shmipam::shm

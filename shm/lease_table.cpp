@@ -38,12 +38,6 @@ uint16_t LeaseHandle::gen16() const {
     return LeaseTable::gen_of(word);
 }
 
-pid_t LeaseTable::pid_of(uint64_t w) {
-    return pid_t(w & kPidMask);
-}
-uint16_t LeaseTable::gen_of(uint64_t w) {
-    return uint16_t(w >> kLeaseWordGenShift);
-}
 uint64_t LeaseTable::start_of(uint64_t w) {
     return w >> kLeaseStartShift;
 }
@@ -59,18 +53,18 @@ uint64_t LeaseTable::make_word(pid_t pid, uint16_t gen, uint64_t pidns_tag, uint
 }
 
 Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
-    const size_t n = leases_.size();
+    const size_t n = words_.size();
     // Start at a pid-dependent place so concurrent invocations rarely race for the same lease.
     const size_t start = size_t(self.pid) * 7919u % n;
     for (int round = 0; round < 200; ++round) {
         for (size_t k = 0; k < n; ++k) {
             const size_t i = (start + k) % n;
-            format::Lease& l = leases_[i];
-            uint64_t w = load_word(l.word);
+            format::LeaseSide& l = sides_[i];
+            uint64_t w = load_word(words_[i]);
             if (pid_of(w) != 0) continue;
             const uint64_t mine =
                 make_word(self.pid, uint16_t(gen_of(w) + 1), self.pidns_tag, self.start_ticks);
-            if (cas_word(l.word, w, mine)) {
+            if (cas_word(words_[i], w, mine)) {
                 // The side fields are stamped with the lease generation: until these stores
                 // land, a reader sees the previous holder's stamp and treats them as unknown.
                 const uint16_t gen = gen_of(mine);
@@ -92,30 +86,32 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
 void LeaseTable::release(const LeaseHandle& h) {
     uint64_t w = h.word;
     const uint64_t freed = free_word(gen_of(h.word));
-    cas_word(leases_[h.index].word, w, freed);
+    cas_word(words_[h.index], w, freed);
 }
 
 bool LeaseTable::free_if_unchanged(uint32_t index, uint64_t word) {
     uint64_t w = word;
-    return cas_word(leases_[index].word, w, free_word(gen_of(word)));
+    return cas_word(words_[index], w, free_word(gen_of(word)));
 }
 
 void LeaseTable::set_target(const LeaseHandle& h, uint64_t entry_index, uint16_t entry_gen) {
-    store_word(leases_[h.index].target, (entry_index + 1) | (uint64_t(entry_gen) << 32),
+    store_word(sides_[h.index].target, (entry_index + 1) | (uint64_t(entry_gen) << 32),
                std::memory_order_seq_cst);
 }
 
 uint64_t LeaseTable::target(uint32_t index) const {
-    return load_word(leases_[index].target);
-}
-uint64_t LeaseTable::word(uint32_t index) const {
-    return load_word(leases_[index].word);
+    return load_word(sides_[index].target);
 }
 
 Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self) const {
     const pid_t pid = pid_of(w);
     if (pid == 0) return Holder::kFree;
-    const format::Lease& l = leases_[index];
+    // Our own lease (the common case in every scan): no clock, no syscall.
+    if (pid == self.pid && start_of(w) == (self.start_ticks & kStartMask) &&
+        ns_of(w) == ns_hash(self.pidns_tag)) {
+        return Holder::kAlive;
+    }
+    const format::LeaseSide& l = sides_[index];
     const uint16_t gen = gen_of(w);
     const uint64_t acquired = unstamp(gen, load_word(l.acquired_boot_ms));
     const uint64_t tag = unstamp(gen, load_word(l.tag));
@@ -127,7 +123,6 @@ Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self
     const bool foreign = tag != 0 ? tag != my_tag : ns_of(w) != ns_hash(self.pidns_tag);
     if (foreign)
         return acquired != 0 && age > kForeignLeaseTimeoutMs ? Holder::kDead : Holder::kAlive;
-    if (pid == self.pid && start_of(w) == (self.start_ticks & kStartMask)) return Holder::kAlive;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return Holder::kDead;
     // EPERM or success: a process with that pid exists. It may be the holder, a zombie holder,
     // or another process that reused the pid. /proc tells, but costs a file read: only ask for

@@ -5,6 +5,7 @@
 // engine's recovery before the lease is freed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 
@@ -30,7 +31,8 @@ class LeaseTable {
     // A live pid is checked against /proc for reuse (start time, zombie) once a lease is this old.
     static constexpr uint64_t kProcCheckAfterMs = 1'000;
 
-    explicit LeaseTable(std::span<format::Lease> leases) : leases_(leases) {}
+    LeaseTable(std::span<uint64_t> words, std::span<format::LeaseSide> sides)
+        : words_(words), sides_(sides) {}
 
     // One CAS on a free lease; Code::kTryAgainLater when every lease is held by a live process.
     Expected<LeaseHandle> acquire(const ProcessIdentity& self);
@@ -48,19 +50,32 @@ class LeaseTable {
     static uint64_t target_entry_plus_one(uint64_t target) { return target & 0xFFFFFFFFu; }
     static uint16_t target_entry_gen(uint64_t target) { return uint16_t(target >> 32); }
 
-    uint64_t word(uint32_t index) const;
-    size_t size() const { return leases_.size(); }
-    const format::Lease& at(uint32_t i) const { return leases_[i]; }
+    uint64_t word(uint32_t index) const {
+        return std::atomic_ref<uint64_t>(words_[index]).load(std::memory_order_acquire);
+    }
+    size_t size() const { return words_.size(); }
 
-    static pid_t pid_of(uint64_t word);
-    static uint16_t gen_of(uint64_t word);
+    static pid_t pid_of(uint64_t word) {
+        return pid_t(word & ((uint64_t{1} << format::kLeasePidBits) - 1));
+    }
+    static uint16_t gen_of(uint64_t word) { return uint16_t(word >> format::kLeaseWordGenShift); }
+    // Indexes of held leases, found with a relaxed pass over the packed words (the scan every
+    // ADD and DEL makes); callers re-load each one before acting on it.
+    template <typename Fn>
+    void for_each_held(Fn&& fn) const {
+        for (uint32_t i = 0; i < words_.size(); ++i) {
+            const uint64_t w = std::atomic_ref<uint64_t>(words_[i]).load(std::memory_order_relaxed);
+            if (pid_of(w) != 0) fn(i);
+        }
+    }
     static uint64_t start_of(uint64_t word);
     static uint64_t ns_of(uint64_t word);
     static uint64_t ns_hash(uint64_t pidns_tag);
     static uint64_t make_word(pid_t pid, uint16_t gen, uint64_t pidns_tag, uint64_t start_ticks);
 
   private:
-    std::span<format::Lease> leases_;
+    std::span<uint64_t> words_;
+    std::span<format::LeaseSide> sides_;
 };
 
 }  // namespace shmipam::shm
