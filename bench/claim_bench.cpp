@@ -82,7 +82,7 @@ void BM_SlotClaimPublishRelease(benchmark::State& state) {
         const uint64_t w = engine::slot_ops::load_state(b, 7);
         uint64_t claimed = 0, releasing = 0;
         engine::slot_ops::claim(b, 7, w, lease, &claimed);
-        engine::slot_ops::publish(b, 7, claimed, 1, 1, 0);
+        engine::slot_ops::publish(b, 7, claimed, 0, 0, 1, 1, 0);
         engine::slot_ops::begin_release(b, 7, engine::slot_ops::load_state(b, 7), 0, 0, &releasing);
         engine::slot_ops::finish_release(b, 7, releasing, 0);
     }

@@ -208,8 +208,8 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const uint16_t tenancy = EntryWord::decode(entry_word).gen;
     bool published = true;
     for (size_t s = 0; s < claimed.size() && published; ++s) {
-        published = slot_ops::publish(*claimed[s].block, claimed[s].slot, claimed[s].word,
-                                      slot_ops::owner_word(e, s, tenancy), fp.fp1, now);
+        published = slot_ops::publish(*claimed[s].block, claimed[s].slot, claimed[s].word, e, s,
+                                      tenancy, fp.fp1, now);
     }
     // The commit point. It fails only if a healer judged this invocation dead and rolled the
     // claim back (a process stopped for long in another pid namespace): then nothing is held.
@@ -224,14 +224,15 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     return AddOutcome{std::move(*addrs), false};
 }
 
-bool Allocator::release_entry(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease) {
+Allocator::Released Allocator::release_entry(uint64_t entry_index, uint64_t word,
+                                             const shm::LeaseHandle& lease) {
     AttachmentIndex index = make_index(store_);
     store_.index().leases().set_target(lease, entry_index, EntryWord::decode(word).gen);
     uint64_t releasing = 0;
-    if (!index.begin_release({entry_index, word}, lease, &releasing)) return false;
-    complete_release(store_, entry_index, releasing);
+    if (!index.begin_release({entry_index, word}, lease, &releasing)) return Released::kChanged;
+    if (!complete_release(store_, entry_index, releasing)) return Released::kIo;
     shm::bump_counter(store_.index().header().dels);
-    return true;
+    return Released::kDone;
 }
 
 Status Allocator::del(const AttachmentKey& key) {
@@ -246,7 +247,12 @@ Status Allocator::del(const AttachmentKey& key) {
         for (const EntryRef& e : index.find(fp)) {
             const EntryWord w = EntryWord::decode(e.word);
             if (w.state == EntryState::kCommitted) {
-                if (!release_entry(e.index, e.word, lease.handle())) changed = true;
+                const Released r = release_entry(e.index, e.word, lease.handle());
+                if (r == Released::kIo) {
+                    return make_error(Code::kIo, "cannot open a block arena of the network",
+                                      store_.dir());
+                }
+                if (r == Released::kChanged) changed = true;
             } else if (heal_entry_if_orphaned(store_, e.index, e.word)) {
                 changed = true;
             } else {
@@ -288,7 +294,11 @@ Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
         if (EntryWord::decode(w).state != EntryState::kCommitted) continue;
         auto f = AttachmentIndex::read_fp(idx.entry(i), w);
         if (!f || keep.count({f->fp1, f->fp2}) != 0) continue;
-        if (release_entry(i, w, lease.handle())) ++out.released;
+        const Released r = release_entry(i, w, lease.handle());
+        if (r == Released::kIo) {
+            return make_error(Code::kIo, "cannot open a block arena of the network", store_.dir());
+        }
+        if (r == Released::kDone) ++out.released;
     }
     return out;
 }

@@ -53,8 +53,10 @@ class Allocator {
     Expected<std::vector<AllocatedAddress>> describe(uint64_t entry_index, uint64_t entry_word);
     Expected<std::vector<std::optional<IpAddress>>> map_requests(
         const std::vector<IpAddress>& requested);
-    // Releases a committed entry (DEL, GC). False when it changed under us (look again).
-    bool release_entry(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease);
+    // Releases a committed entry (DEL, GC): kChanged when it changed under us (look again),
+    // kIo when a block could not be opened (the release stays RELEASING for a retry to finish).
+    enum class Released { kDone, kChanged, kIo };
+    Released release_entry(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease);
 
     NetworkStore& store_;
     const NetworkConfig& cfg_;

@@ -101,7 +101,9 @@ Expected<NetworkDump> dump(NetworkStore& store) {
             }
             v.allocated_unix_ns = shm::load_word(s.allocated_unix_ns);
             v.released_boot_ns = shm::load_word(s.changed_boot_ns);
-            const uint64_t owner = slot_ops::owner_entry_plus_one(shm::load_word(s.owner));
+            const uint64_t owner = sw.state == SlotState::kAllocated
+                                       ? uint64_t(sw.owner_entry()) + 1
+                                       : slot_ops::owner_entry_plus_one(shm::load_word(s.owner));
             if (sw.state != SlotState::kCooling && owner != 0 &&
                 owner <= store.index().entry_count()) {
                 const format::Entry& e = store.index().entry(owner - 1);
@@ -199,12 +201,12 @@ Expected<VerifyReport> verify(NetworkStore& store) {
             }
             const uint64_t s = store.slot_of(a);
             const SlotWord sw = SlotWord::decode(slot_ops::load_state(**block, s));
-            const uint64_t owner =
-                slot_ops::owner_entry_plus_one(shm::load_word((*block)->slot(s).owner));
-            if (sw.state != SlotState::kAllocated || owner != e + 1) {
+            if (!sw.owned_by(e, ew.gen)) {
                 add("dangling-ref", name + " holds " + a.to_string() + " but its slot is " +
-                                        slot_state_name(sw.state) + " owned by entry " +
-                                        std::to_string(int64_t(owner) - 1));
+                                        slot_state_name(sw.state) +
+                                        (sw.state == SlotState::kAllocated
+                                             ? " owned by entry " + std::to_string(sw.owner_entry())
+                                             : std::string()));
             }
         }
     }
@@ -235,7 +237,12 @@ Expected<VerifyReport> verify(NetworkStore& store) {
                 continue;
             }
             if (sw.state != SlotState::kAllocated) continue;
-            const uint64_t owner = slot_ops::owner_entry_plus_one(shm::load_word(b->slot(i).owner));
+            const uint64_t owner = uint64_t(sw.owner_entry()) + 1;
+            if (slot_ops::owner_entry_plus_one(shm::load_word(b->slot(i).owner)) != owner) {
+                add("owner-mismatch", a.to_string() + " is allocated to entry " +
+                                          std::to_string(owner - 1) +
+                                          " but its owner field names another");
+            }
             auto it = address_owner.find({int(a.family), a.value});
             if (it != address_owner.end() && it->second + 1 == owner) continue;
             // Allocated to an entry that is still being claimed by a live ADD is fine.

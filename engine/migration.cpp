@@ -114,6 +114,8 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
     // Place the entries in the aside index, and note what each block must hold.
     struct SlotFill {
         uint64_t slot;
+        uint64_t entry;
+        uint16_t tenancy;
         uint64_t owner;
         uint64_t fp1;
         uint64_t mtime_ns;
@@ -154,7 +156,7 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
             const IpAddress base{f.address.value & ~host_mask, f.address.family};
             auto& blk = blocks[{int(base.family), base.value}];
             blk.first = base;
-            blk.second.push_back({uint64_t(f.address.value & host_mask),
+            blk.second.push_back({uint64_t(f.address.value & host_mask), e, tenancy,
                                   slot_ops::owner_word(e, f.range_set, tenancy), fp.fp1,
                                   f.mtime_ns});
         }
@@ -172,7 +174,7 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
                 s.owner = f.owner;
                 s.owner_fp = f.fp1;
                 s.allocated_unix_ns = f.mtime_ns;
-                s.state = shm::SlotWord::next(s.state, SlotState::kAllocated);
+                s.state = shm::SlotWord::allocated(s.state, f.entry, f.tenancy);
                 slot_ops::sync_hint(b, f.slot);
             }
             return Ok{};

@@ -105,7 +105,7 @@ Expected<shm::BlockFile*> NetworkStore::block_for(const IpAddress& a, bool creat
         if (create) return shm::BlockFile::open_or_create(dir_, name, g, who_, prefill);
         const std::string path = dir_ + "/" + name;
         if (!shm::file_exists(path)) return make_error(Code::kOk, "absent");
-        auto opened = shm::BlockFile::open_existing(path, access_);
+        auto opened = shm::BlockFile::open_existing(path, access_, &who_);
         if (opened && opened->geometry().base != g.base) {
             return make_error(Code::kArenaForeign, "block file holds another block: " + path);
         }
@@ -138,7 +138,7 @@ Expected<std::vector<shm::BlockFile*>> NetworkStore::all_blocks() {
     std::sort(names.begin(), names.end());
     std::vector<shm::BlockFile*> out;
     for (const auto& n : names) {
-        auto b = shm::BlockFile::open_existing(dir_ + "/" + n, access_);
+        auto b = shm::BlockFile::open_existing(dir_ + "/" + n, access_, &who_);
         if (!b) return b.error();
         const auto g = b->geometry();
         const IpAddress base = IpAddress::from_bytes(Family(g.family), g.base);

@@ -77,9 +77,7 @@ bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_w
             const SlotWord sw = SlotWord::decode(w);
             const bool claiming_by_lease =
                 sw.state == SlotState::kClaiming && sw.held_by(ew.lease_index, ew.lease_gen);
-            const bool published_to_tenancy =
-                sw.state == SlotState::kAllocated &&
-                slot_ops::owned_by(shm::load_word(b.slot(i).owner), entry_index, ew.gen);
+            const bool published_to_tenancy = sw.owned_by(entry_index, ew.gen);
             if (!claiming_by_lease && !published_to_tenancy) return;
             if (slot_ops::roll_back(b, i, w)) return;
         }
@@ -97,8 +95,7 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
         for (int attempt = 0; attempt < 16; ++attempt) {
             const uint64_t w = slot_ops::load_state(b, i);
             const SlotWord sw = SlotWord::decode(w);
-            if (sw.state == SlotState::kAllocated &&
-                slot_ops::owned_by(shm::load_word(b.slot(i).owner), entry_index, ew.gen)) {
+            if (sw.owned_by(entry_index, ew.gen)) {
                 uint64_t releasing = 0;
                 if (slot_ops::begin_release(b, i, w, ew.lease_index, ew.lease_gen, &releasing)) {
                     slot_ops::finish_release(b, i, releasing, now);
@@ -171,9 +168,23 @@ bool heal_entry_if_orphaned(NetworkStore& store, uint64_t entry_index, uint64_t 
     return true;
 }
 
+bool allocation_orphaned(NetworkStore& store, const SlotWord& sw) {
+    if (sw.state != SlotState::kAllocated) return false;
+    if (sw.owner_entry() >= store.index().entry_count()) return true;
+    const EntryWord ew =
+        EntryWord::decode(shm::load_word(store.index().entry(sw.owner_entry()).state));
+    const bool same_tenancy = (ew.gen & SlotWord::kOwnerTenancyMask) == sw.owner_tenancy();
+    return !(same_tenancy && ew.live());
+}
+
 bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t slot,
                            uint64_t slot_word) {
     const SlotWord sw = SlotWord::decode(slot_word);
+    if (sw.state == SlotState::kAllocated) {
+        // Allocated to a tenancy that ended (rolled back by a healer that died before it got
+        // to this slot, and the entry reused since): nobody holds it.
+        return allocation_orphaned(store, sw) && slot_ops::roll_back(block, slot, slot_word);
+    }
     if (sw.state != SlotState::kClaiming && sw.state != SlotState::kReleasing) return false;
     if (!holder_gone(store, sw.lease_index, sw.lease_gen)) return false;
     // A claim never committed (slots are published before their entry commits) and a release

@@ -35,7 +35,11 @@ bool holder_gone(NetworkStore& store, uint16_t lease_index, uint16_t lease_gen);
 // already changed): look again.
 bool heal_entry_if_orphaned(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
 
-// A slot observed CLAIMING / RELEASING: if its holder is gone, roll it back / forward.
+// Whether an ALLOCATED slot's owner tenancy has ended (no live entry of that tenancy).
+bool allocation_orphaned(NetworkStore& store, const shm::SlotWord& sw);
+
+// A slot observed CLAIMING / RELEASING: if its holder is gone, roll it back / forward. A slot
+// observed ALLOCATED to a tenancy that ended: back to FREE.
 bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t slot,
                            uint64_t slot_word);
 

@@ -38,16 +38,17 @@ bool claim(shm::BlockFile& b, uint64_t i, uint64_t expected, const shm::LeaseHan
     return true;
 }
 
-bool publish(shm::BlockFile& b, uint64_t i, uint64_t claimed_word, uint64_t owner,
-             uint64_t owner_fp, uint64_t now_unix_ns) {
+bool publish(shm::BlockFile& b, uint64_t i, uint64_t claimed_word, uint64_t entry_index,
+             size_t range_set, uint16_t tenancy, uint64_t owner_fp, uint64_t now_unix_ns) {
     format::Slot& s = b.slot(i);
-    // Only while the slot is still ours: never overwrite the fields of a later claimer.
+    // Only while the slot is still ours (display fields only: ownership is in the word).
     if (shm::load_word(s.state) != claimed_word) return false;
-    shm::store_word(s.owner, owner, std::memory_order_relaxed);
+    shm::store_word(s.owner, owner_word(entry_index, range_set, tenancy),
+                    std::memory_order_relaxed);
     shm::store_word(s.owner_fp, owner_fp, std::memory_order_relaxed);
     shm::store_word(s.allocated_unix_ns, now_unix_ns, std::memory_order_relaxed);
     uint64_t e = claimed_word;
-    if (!shm::cas_word(s.state, e, SlotWord::next(claimed_word, SlotState::kAllocated))) {
+    if (!shm::cas_word(s.state, e, SlotWord::allocated(claimed_word, entry_index, tenancy))) {
         return false;
     }
     shm::bump_counter(b.header().claims);
@@ -55,8 +56,10 @@ bool publish(shm::BlockFile& b, uint64_t i, uint64_t claimed_word, uint64_t owne
 }
 
 bool roll_back(shm::BlockFile& b, uint64_t i, uint64_t expected) {
+    const bool released_before = shm::load_word(b.slot(i).changed_boot_ns) != 0;
+    const SlotState to = released_before ? SlotState::kCooling : SlotState::kFree;
     uint64_t e = expected;
-    if (!shm::cas_word(b.slot(i).state, e, SlotWord::next(expected, SlotState::kFree))) {
+    if (!shm::cas_word(b.slot(i).state, e, SlotWord::next(expected, to))) {
         return false;
     }
     shm::bump_counter(b.header().rollbacks);

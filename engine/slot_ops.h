@@ -28,11 +28,13 @@ void sync_hint(shm::BlockFile& b, uint64_t i);
 bool claim(shm::BlockFile& b, uint64_t i, uint64_t expected, const shm::LeaseHandle& lease,
            uint64_t* claimed_word);
 
-// CLAIMING -> ALLOCATED, after writing the owner fields.
-bool publish(shm::BlockFile& b, uint64_t i, uint64_t claimed_word, uint64_t owner,
-             uint64_t owner_fp, uint64_t now_unix_ns);
+// CLAIMING -> ALLOCATED to (entry, tenancy), the owner carried in the word itself; the display
+// fields (owner word with the range set, fingerprint, time) are written first.
+bool publish(shm::BlockFile& b, uint64_t i, uint64_t claimed_word, uint64_t entry_index,
+             size_t range_set, uint16_t tenancy, uint64_t owner_fp, uint64_t now_unix_ns);
 
-// Any state -> FREE (rollback of a claim), if still `expected`.
+// Any state -> FREE (rollback of a claim), if still `expected`; COOLING instead when the address
+// was released before, so an aborted claim of a cooling address does not cut its cool-down.
 bool roll_back(shm::BlockFile& b, uint64_t i, uint64_t expected);
 
 // ALLOCATED -> RELEASING by the lease (a driver); RELEASING -> COOLING stamped with now.
@@ -49,10 +51,6 @@ inline uint64_t owner_entry_plus_one(uint64_t owner) {
 }
 inline uint16_t owner_entry_gen(uint64_t owner) {
     return uint16_t(owner >> 40);
-}
-// Whether `owner` names this tenancy of the entry (any range set).
-inline bool owned_by(uint64_t owner, uint64_t entry_index, uint16_t entry_gen) {
-    return owner_entry_plus_one(owner) == entry_index + 1 && owner_entry_gen(owner) == entry_gen;
 }
 
 }  // namespace shmipam::engine::slot_ops

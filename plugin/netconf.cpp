@@ -226,7 +226,8 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     }
     auto b4 = parse_block_size(ipam, "blockSize", 16, 30, 24);
     if (!b4) return b4.error();
-    auto b6 = parse_block_size(ipam, "blockSizeV6", 104, 126, 120);
+    // Blocks of at most 65,536 addresses (4 MiB of slots, fully allocated when first used).
+    auto b6 = parse_block_size(ipam, "blockSizeV6", 112, 126, 120);
     if (!b6) return b6.error();
     nc.network.block_prefix_v4 = *b4;
     nc.network.block_prefix_v6 = *b6;

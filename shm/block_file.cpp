@@ -76,12 +76,13 @@ Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std:
     return b;
 }
 
-Expected<BlockFile> BlockFile::open_existing(const std::string& path, Access access) {
+Expected<BlockFile> BlockFile::open_existing(const std::string& path, Access access,
+                                             const FileIdentity* who) {
     auto mapped = MappedFile::open(path, access);
     if (!mapped) return mapped.error();
     BlockFile b;
     b.map_ = std::move(*mapped);
-    if (auto st = b.check(nullptr, nullptr); !st) return st.error();
+    if (auto st = b.check(nullptr, who); !st) return st.error();
     return b;
 }
 

@@ -27,8 +27,10 @@ class BlockFile {
     static Expected<BlockFile> open_or_create(const std::string& dir, const std::string& name,
                                               const BlockGeometry& g, const FileIdentity& who,
                                               const Prefill& prefill = nullptr);
-    // Maps an existing block file and checks it; geometry comes from its header (tools).
-    static Expected<BlockFile> open_existing(const std::string& path, Access access);
+    // Maps an existing block file and checks it; geometry comes from its header. With `who`, it
+    // must belong to that dataDir and network.
+    static Expected<BlockFile> open_existing(const std::string& path, Access access,
+                                             const FileIdentity* who = nullptr);
 
     static size_t file_bytes_for(const BlockGeometry& g);
 

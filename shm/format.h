@@ -38,6 +38,8 @@ static_assert(std::atomic_ref<uint64_t>::is_always_lock_free,
 //   bits  4..15  lease index of the process driving a transition (CLAIMING / RELEASING)
 //   bits 16..31  lease generation (low 16 bits), so a reaper never mistakes a lease's next holder
 //   bits 32..63  generation: bumped by every change, so a stale CAS can never succeed (ABA)
+// In ALLOCATED words bits 4..31 hold the owner instead: the entry index (bits 4..20) and the low
+// 11 bits of the entry's tenancy generation (bits 21..31), published by the allocating CAS.
 enum class SlotState : uint8_t {
     kFree = 0,
     kClaiming = 1,

@@ -132,7 +132,8 @@ Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self
     if (st.lookup == ProcStat::Lookup::kGone) return Holder::kDead;
     if (st.lookup == ProcStat::Lookup::kUnknown) return Holder::kAlive;  // never guess death
     if (st.state == 'Z' || st.state == 'X') return Holder::kDead;
-    if ((st.start_ticks & kStartMask) != start_of(w)) return Holder::kDead;
+    // A holder that could not read its own start time recorded 0: then only death shows.
+    if (start_of(w) != 0 && (st.start_ticks & kStartMask) != start_of(w)) return Holder::kDead;
     return Holder::kAlive;
 }
 

@@ -36,6 +36,31 @@ struct SlotWord {
     bool held_by(uint16_t index, uint16_t gen16) const {
         return lease_index == index && lease_gen == gen16;
     }
+
+    // ALLOCATED words carry their owner where CLAIMING and RELEASING words carry the lease: the
+    // entry index (17 bits) and the low 11 bits of the entry's tenancy generation. The owner is
+    // thereby published by the one CAS that allocates, and no later write can change it.
+    static constexpr uint32_t kOwnerEntryBits = 17;
+    static constexpr uint32_t kOwnerEntryMask = (1u << kOwnerEntryBits) - 1;
+    static constexpr uint32_t kOwnerTenancyMask = (1u << (28 - kOwnerEntryBits)) - 1;
+    static uint64_t allocated(uint64_t cur, uint64_t entry_index, uint16_t tenancy) {
+        const uint32_t bits = (uint32_t(entry_index) & kOwnerEntryMask) |
+                              ((uint32_t(tenancy) & kOwnerTenancyMask) << kOwnerEntryBits);
+        return SlotWord{format::SlotState::kAllocated, uint16_t(bits & 0xFFF), uint16_t(bits >> 12),
+                        decode(cur).gen + 1}
+            .encode();
+    }
+    uint32_t owner_entry() const {
+        return (uint32_t(lease_index) | (uint32_t(lease_gen) << 12)) & kOwnerEntryMask;
+    }
+    uint16_t owner_tenancy() const {
+        return uint16_t((uint32_t(lease_index) | (uint32_t(lease_gen) << 12)) >> kOwnerEntryBits);
+    }
+    // Allocated to this tenancy of the entry (compared on the 11 tenancy bits the word holds).
+    bool owned_by(uint64_t entry_index, uint16_t tenancy) const {
+        return state == format::SlotState::kAllocated && owner_entry() == entry_index &&
+               owner_tenancy() == (tenancy & kOwnerTenancyMask);
+    }
 };
 
 struct EntryWord {

@@ -31,7 +31,18 @@ int cannot_read(const Error& e) {
 
 }  // namespace
 
+int run(int argc, char** argv);
+
 int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "shmipamctl: " << e.what() << "\n";
+        return kExitCannotRead;
+    }
+}
+
+int run(int argc, char** argv) {
     CLI::App app{"shmipamctl: inspect and check shmipam's address state on this node"};
     app.require_subcommand(1);
     std::string run_dir = "/run/shmipam";

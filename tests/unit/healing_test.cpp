@@ -54,6 +54,28 @@ TEST_F(HealingTest, ASlotClaimingForAGoneLeaseIsReclaimedWhenTheNetworkFillsUp) 
     testing::expect_verify_clean(*store);
 }
 
+TEST_F(HealingTest, AnAllocationToATenancyThatEndedIsReclaimedWhenTheNetworkFillsUp) {
+    // Left by a healer that retired the entry of a half-published claim and died before rolling
+    // its slots back: .2 is ALLOCATED to entry 5, tenancy 9, which no live entry is.
+    auto lease = *store->index().leases().acquire(store->self());
+    uint64_t claimed = 0;
+    ASSERT_TRUE(slot_ops::claim(block(), 2, slot_ops::load_state(block(), 2), lease, &claimed));
+    ASSERT_TRUE(slot_ops::publish(block(), 2, claimed, 5, 0, 9, 1, 1));
+    store->index().leases().release(lease);
+    auto before = verify(*store);
+    ASSERT_TRUE(before);
+    ASSERT_EQ(before->violations.size(), 1u);
+    EXPECT_EQ(before->violations[0].kind, "orphan-allocation");
+    std::set<std::string> got;
+    for (int i = 0; i < 5; ++i) {
+        auto out = alloc->add(testing::add_request("c" + std::to_string(i)));
+        ASSERT_TRUE(out) << i << ": " << out.error().msg;
+        got.insert(testing::first_address(out));
+    }
+    EXPECT_EQ(got.count("10.8.0.2"), 1u);
+    testing::expect_verify_clean(*store);
+}
+
 TEST_F(HealingTest, ASlotReleasingForAGoneLeaseRollsForward) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .2
     uint64_t releasing = 0;
@@ -95,8 +117,8 @@ TEST_F(HealingTest, AStaleHealerNeverTouchesTheNextTenancyOfAnEntry) {
     auto got = claim_next(ctx, cfg.range_sets[0], 0);
     ASSERT_TRUE(got);
     const uint16_t t1 = shm::EntryWord::decode(first.entry.word).gen;
-    ASSERT_TRUE(slot_ops::publish(*got->block, got->slot, got->word,
-                                  slot_ops::owner_word(first.entry.index, 0, t1), fp.fp1, 1));
+    ASSERT_TRUE(
+        slot_ops::publish(*got->block, got->slot, got->word, first.entry.index, 0, t1, fp.fp1, 1));
     ASSERT_TRUE(roll_back_claim(*store, first.entry.index, first.entry.word));
     store->index().leases().release(lease);
     // Tenancy 2 of the same entry (same attachment, same bucket) takes .2 again and commits.

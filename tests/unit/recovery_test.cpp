@@ -81,8 +81,8 @@ void partial_operation(NetworkStore& s, const NetworkConfig& cfg, Step step) {
     auto got = claim_next(ctx, cfg.range_sets[0], 0);
     if (!got || step == Step::kAfterSlotClaim) return;
     const uint16_t tenancy = shm::EntryWord::decode(claim.entry.word).gen;
-    slot_ops::publish(*got->block, got->slot, got->word,
-                      slot_ops::owner_word(claim.entry.index, 0, tenancy), fp.fp1, shm::unix_ns());
+    slot_ops::publish(*got->block, got->slot, got->word, claim.entry.index, 0, tenancy, fp.fp1,
+                      shm::unix_ns());
     if (step == Step::kAfterPublish) return;
     idx.commit(claim.entry, fp);
     // Now release it, dying midway.

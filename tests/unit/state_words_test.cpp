@@ -66,7 +66,9 @@ TEST_F(SlotOpsTest, WalksTheWholeStateMachineAndKeepsTheHint) {
     // A second claim with the stale word fails: the generation moved.
     uint64_t other = 0;
     EXPECT_FALSE(ops::claim(b, i, w, *lease, &other));
-    ASSERT_TRUE(ops::publish(b, i, claimed, ops::owner_word(3, 0, 1), 42, 1));
+    ASSERT_TRUE(ops::publish(b, i, claimed, 3, 0, 1, 42, 1));
+    EXPECT_TRUE(SlotWord::decode(ops::load_state(b, i)).owned_by(3, 1));
+    EXPECT_FALSE(SlotWord::decode(ops::load_state(b, i)).owned_by(3, 2));
     const uint64_t allocated = ops::load_state(b, i);
     EXPECT_EQ(SlotWord::decode(allocated).state, SlotState::kAllocated);
     uint64_t releasing = 0;
