@@ -101,9 +101,16 @@ std::string dump_to_table(const engine::NetworkDump& d) {
                       s.state == "cooling" ? "-" : age(s.allocated_unix_ns).c_str(), extra.c_str());
         out += line;
     }
+    size_t allocated = 0, cooling = 0;
+    for (const auto& s : d.slots) {
+        allocated += s.state == "allocated";
+        cooling += s.state == "cooling";
+    }
     std::snprintf(line, sizeof line,
-                  "%zu addresses not free; %llu ADDs, %llu DELs, %llu dead leases reaped\n",
-                  d.slots.size(), (unsigned long long)d.adds, (unsigned long long)d.dels,
+                  "%zu allocated, %zu cooling, %zu other; %llu ADDs, %llu DELs, %llu dead leases "
+                  "reaped\n",
+                  allocated, cooling, d.slots.size() - allocated - cooling,
+                  (unsigned long long)d.adds, (unsigned long long)d.dels,
                   (unsigned long long)d.dead_leases_reaped);
     out += line;
     return out;
