@@ -11,6 +11,7 @@
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
 #include "shm/clock.h"
+#include "shm/fault_point.h"
 
 namespace shmipam::engine {
 
@@ -192,6 +193,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
                          ref.block_prefix = store_.block_prefix(a.family);
                          ref.range_set = uint8_t(current_set);
                          std::atomic_thread_fence(std::memory_order_seq_cst);
+                         SHMIPAM_FAULT("add.before_slot_claim");
                      }};
     // Every range set keeps its slot CLAIMING until all have one; then they publish together.
     for (current_set = 0; current_set < cfg_.range_sets.size(); ++current_set) {
@@ -203,6 +205,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
             return got.error();
         }
         claimed.push_back(*got);
+        SHMIPAM_FAULT("add.after_slot_claim");
     }
     const uint64_t now = shm::unix_ns();
     const uint16_t tenancy = EntryWord::decode(entry_word).gen;
@@ -210,13 +213,16 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     for (size_t s = 0; s < claimed.size() && published; ++s) {
         published = slot_ops::publish(*claimed[s].block, claimed[s].slot, claimed[s].word, e, s,
                                       tenancy, fp.fp1, now);
+        SHMIPAM_FAULT("add.after_publish");
     }
     // The commit point. It fails only if a healer judged this invocation dead and rolled the
     // claim back (a process stopped for long in another pid namespace): then nothing is held.
+    SHMIPAM_FAULT("add.before_commit");
     if (!published || !index.commit(claim.entry, fp)) {
         roll_back_claim(store_, e, entry_word);
         return make_error(Code::kTryAgainLater, "the claim was rolled back by another invocation");
     }
+    SHMIPAM_FAULT("add.after_commit");
     shm::bump_counter(store_.index().header().adds);
     const uint64_t committed = EntryWord::next(entry_word, EntryState::kCommitted, fp.fp16());
     auto addrs = describe(e, committed);
@@ -228,8 +234,10 @@ Allocator::Released Allocator::release_entry(uint64_t entry_index, uint64_t word
                                              const shm::LeaseHandle& lease) {
     AttachmentIndex index = make_index(store_);
     store_.index().leases().set_target(lease, entry_index, EntryWord::decode(word).gen);
+    SHMIPAM_FAULT("del.after_target");
     uint64_t releasing = 0;
     if (!index.begin_release({entry_index, word}, lease, &releasing)) return Released::kChanged;
+    SHMIPAM_FAULT("del.after_entry_release");
     if (!complete_release(store_, entry_index, releasing)) return Released::kIo;
     shm::bump_counter(store_.index().header().dels);
     return Released::kDone;

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include "shm/atomic_word.h"
+#include "shm/fault_point.h"
 
 namespace shmipam::engine {
 
@@ -91,8 +92,10 @@ EntryClaim AttachmentIndex::claim(const Fingerprint& fp, const shm::LeaseHandle&
                                                      uint16_t(lease.index), lease.gen16());
             index_.leases().set_target(lease, i, EntryWord::decode(desired).gen);
             if (!shm::cas_word(ent.state, w, desired)) continue;
+            SHMIPAM_FAULT("add.after_entry_claim");
             shm::store_word(ent.fp2, fp.fp2, std::memory_order_seq_cst);
             shm::store_word(ent.fp1, stamped_fp1(desired, fp), std::memory_order_seq_cst);
+            SHMIPAM_FAULT("add.after_fingerprint");
             mine = EntryRef{i, desired};
         }
         if (!mine) return {ClaimKind::kFull, {}};

@@ -6,6 +6,7 @@
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
 #include "shm/clock.h"
+#include "shm/fault_point.h"
 
 namespace shmipam::engine {
 
@@ -71,6 +72,7 @@ bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_w
     } else if (!same_tenancy_tombstone(now, entry_word)) {
         return true;
     }
+    SHMIPAM_FAULT("heal.after_retire");
     return for_each_ref_slot(store, refs, [&](shm::BlockFile& b, uint64_t i) {
         for (int attempt = 0; attempt < 16; ++attempt) {
             const uint64_t w = slot_ops::load_state(b, i);
@@ -79,7 +81,10 @@ bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_w
                 sw.state == SlotState::kClaiming && sw.held_by(ew.lease_index, ew.lease_gen);
             const bool published_to_tenancy = sw.owned_by(entry_index, ew.gen);
             if (!claiming_by_lease && !published_to_tenancy) return;
-            if (slot_ops::roll_back(b, i, w)) return;
+            if (slot_ops::roll_back(b, i, w)) {
+                SHMIPAM_FAULT("heal.after_slot_rollback");
+                return;
+            }
         }
     });
 }
@@ -98,7 +103,10 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
             if (sw.owned_by(entry_index, ew.gen)) {
                 uint64_t releasing = 0;
                 if (slot_ops::begin_release(b, i, w, ew.lease_index, ew.lease_gen, &releasing)) {
-                    slot_ops::finish_release(b, i, releasing, now);
+                    SHMIPAM_FAULT("del.after_slot_releasing");
+                    if (slot_ops::finish_release(b, i, releasing, now)) {
+                        SHMIPAM_FAULT("del.after_slot_cooling");
+                    }
                 }
                 continue;
             }
@@ -110,6 +118,7 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
         }
     });
     if (!opened) return false;
+    SHMIPAM_FAULT("del.after_release");
     AttachmentIndex(store.index(), nullptr).retire(entry_index, entry_word);
     return true;
 }
@@ -142,6 +151,7 @@ bool reap_if_dead(NetworkStore& store, uint32_t lease_index, uint64_t lease_word
         }
     }
     if (!healed) return true;  // keep the lease: its work is not finished, the next one retries
+    SHMIPAM_FAULT("reap.before_free");
     if (leases.free_if_unchanged(lease_index, lease_word)) {
         shm::bump_counter(store.index().header().dead_leases_reaped);
     }

@@ -38,7 +38,30 @@ void write_all(int fd, const std::string& s) {
 
 }  // namespace
 
+#ifdef SHMIPAM_FAULT_POINTS
+#include "shm/fault_point.h"
+
+// Test builds only: SHMIPAM_FAULT=<point> [SHMIPAM_FAULT_MODE=kill] [SHMIPAM_FAULT_SKIP=n].
+void arm_fault_from_env() {
+    if (const char* us = std::getenv("SHMIPAM_FAULT_STRETCH_US")) {
+        shmipam::faults::stretch(std::atoi(us));
+    }
+    const char* point = std::getenv("SHMIPAM_FAULT");
+    if (point == nullptr || *point == '\0') return;
+    const char* mode = std::getenv("SHMIPAM_FAULT_MODE");
+    const char* skip = std::getenv("SHMIPAM_FAULT_SKIP");
+    shmipam::faults::arm(point,
+                         mode != nullptr && std::string(mode) == "kill"
+                             ? shmipam::faults::Mode::kKill
+                             : shmipam::faults::Mode::kExit,
+                         skip != nullptr ? std::atoi(skip) : 0);
+}
+#endif
+
 int main() {
+#ifdef SHMIPAM_FAULT_POINTS
+    arm_fault_from_env();
+#endif
     auto env = [](const char* name) -> std::optional<std::string> {
         const char* v = std::getenv(name);
         if (v == nullptr) return std::nullopt;

@@ -2,7 +2,8 @@
 # The test command: installs what it needs, builds, runs every test.
 #   1. ASan + UBSan build of the unit tests
 #   2. TSan build of the engine's concurrency tests
-#   3. release build (statically linked plugin): unit, exec-level and end-to-end tests via ctest
+#   3. optimised build with fault points: processes killed at every step, SIGKILL storms
+#   4. release build (statically linked plugin): unit, exec-level and end-to-end tests via ctest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -20,6 +21,11 @@ cmake --build --preset tsan --target unit_tests -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1 \
     ./build/tsan/tests/unit_tests --gtest_brief=1 \
     --gtest_filter='Concurrency.*:AttachmentIndex*:Healing*:SlotOps*'
+
+echo "== fault points: crash tests"
+cmake --preset faults >/dev/null
+cmake --build --preset faults --target crash_tests -j "$jobs"
+ctest --test-dir build/faults -L crash --output-on-failure -j "$jobs"
 
 echo "== release: unit, exec-level and end-to-end tests"
 cmake --preset release >/dev/null

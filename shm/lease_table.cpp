@@ -7,6 +7,7 @@
 
 #include "shm/atomic_word.h"
 #include "shm/clock.h"
+#include "shm/fault_point.h"
 
 namespace shmipam::shm {
 
@@ -65,6 +66,7 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
             const uint64_t mine =
                 make_word(self.pid, uint16_t(gen_of(w) + 1), self.pidns_tag, self.start_ticks);
             if (cas_word(words_[i], w, mine)) {
+                SHMIPAM_FAULT("lease.after_cas");
                 // The side fields are stamped with the lease generation: until these stores
                 // land, a reader sees the previous holder's stamp and treats them as unknown.
                 const uint16_t gen = gen_of(mine);

@@ -1,13 +1,18 @@
 #include "shm/mapped_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+
+#include "shm/fault_point.h"
 
 namespace shmipam::shm {
 namespace bip = boost::interprocess;
@@ -18,9 +23,30 @@ Error io_error(const std::string& what, const std::string& path, int err) {
     return make_error(Code::kIo, what + " " + path + ": " + std::strerror(err));
 }
 
+std::string temp_prefix(const std::string& name) {
+    return "." + name + ".tmp.";
+}
+
 std::string temp_name(const std::string& name) {
     std::random_device rd;
-    return "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+    return temp_prefix(name) + std::to_string(::getpid()) + "." + std::to_string(rd());
+}
+
+// Removes files a creator that died midway left aside (".<name>.tmp.<pid>.<n>" of a dead pid).
+// Only creators call this, and only when they are about to create.
+void remove_dead_creators_files(const std::string& dir, const std::string& name) {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return;
+    const std::string prefix = temp_prefix(name);
+    while (dirent* ent = ::readdir(d)) {
+        const std::string n = ent->d_name;
+        if (n.compare(0, prefix.size(), prefix) != 0) continue;
+        const long pid = std::strtol(n.c_str() + prefix.size(), nullptr, 10);
+        if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+            ::unlink((dir + "/" + n).c_str());
+        }
+    }
+    ::closedir(d);
 }
 
 }  // namespace
@@ -46,6 +72,7 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
                                    const std::function<Status(std::span<std::byte>)>& init) {
     const std::string final_path = dir + "/" + name;
     if (file_exists(final_path)) return Publish::kAlreadyExisted;
+    remove_dead_creators_files(dir, name);
     const std::string tmp_path = dir + "/" + temp_name(name);
     int fd = ::open(tmp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return io_error("cannot create", tmp_path, errno);
@@ -59,11 +86,13 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
         return fail(
             io_error("cannot allocate " + std::to_string(bytes) + " bytes for", tmp_path, err));
     }
+    SHMIPAM_FAULT("create.after_allocate");
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fail(io_error("cannot map", tmp_path, errno));
     Status st = init(std::span<std::byte>(static_cast<std::byte*>(p), bytes));
     ::munmap(p, bytes);
     if (!st) return fail(st.error());
+    SHMIPAM_FAULT("create.before_publish");
     if (::link(tmp_path.c_str(), final_path.c_str()) != 0) {
         const int err = errno;
         if (err == EEXIST) {

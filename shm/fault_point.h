@@ -1,0 +1,51 @@
+// Named fault-injection points between the steps of a claim, a release, a recovery and a file
+// creation. Compiled in only with SHMIPAM_FAULT_POINTS (the `faults` preset, used by the crash
+// tests); in every other build SHMIPAM_FAULT(name) is nothing at all.
+//
+// A test arms one point (through the plugin's SHMIPAM_FAULT environment variable: the engine
+// never reads the environment); when execution reaches it, after `skip` earlier hits, the
+// process dies there: _exit(kFaultExitCode) or SIGKILL, leaving everything as a crash would.
+#pragma once
+
+#include <string_view>
+
+namespace shmipam::faults {
+
+inline constexpr int kFaultExitCode = 77;
+
+enum class Mode { kExit, kKill };
+
+// Every point, so tests can cover them all.
+inline constexpr std::string_view kAllPoints[] = {
+    "lease.after_cas",           // lease word taken, side fields not stamped
+    "add.after_entry_claim",     // entry CLAIMING, fingerprint not stamped
+    "add.after_fingerprint",     // entry CLAIMING and stamped, no address yet
+    "add.before_slot_claim",     // ref names the candidate, slot not claimed
+    "add.after_slot_claim",      // slot CLAIMING by the lease
+    "add.after_publish",         // the first slot ALLOCATED, entry still CLAIMING
+    "add.before_commit",         // every slot ALLOCATED, entry still CLAIMING
+    "add.after_commit",          // entry COMMITTED, lease still held
+    "del.after_target",          // lease names the entry, entry still COMMITTED
+    "del.after_entry_release",   // entry RELEASING, slots ALLOCATED
+    "del.after_slot_releasing",  // a slot RELEASING
+    "del.after_slot_cooling",    // a slot COOLING, entry still RELEASING
+    "del.after_release",         // every slot COOLING, entry not yet retired
+    "heal.after_retire",         // a healer retired a CLAIMING entry, slots not rolled back
+    "heal.after_slot_rollback",  // a healer rolled back one slot
+    "reap.before_free",          // a dead lease's work healed, lease not yet freed
+    "create.after_allocate",     // a state file built aside, not yet initialised
+    "create.before_publish",     // a state file initialised aside, not yet linked
+};
+
+#ifdef SHMIPAM_FAULT_POINTS
+void arm(std::string_view point, Mode mode, int skip);
+// Sleeps this long at every point: widens every window between two steps, so that random kills
+// (the storm tests) land inside claims and releases instead of mostly in exec and start-up.
+void stretch(int micros);
+void hit(std::string_view point);
+#define SHMIPAM_FAULT(name) ::shmipam::faults::hit(name)
+#else
+#define SHMIPAM_FAULT(name) ((void)0)
+#endif
+
+}  // namespace shmipam::faults
