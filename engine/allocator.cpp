@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/attachment_index.h"
+#include "engine/journal_records.h"
 #include "engine/next_fit.h"
 #include "engine/recovery.h"
 #include "engine/slot_ops.h"
@@ -209,6 +210,22 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     }
     const uint64_t now = shm::unix_ns();
     const uint16_t tenancy = EntryWord::decode(entry_word).gen;
+    // Journal the allocation before anyone can see it: durable (per the sync mode) before the
+    // commit, so before the result is printed.
+    {
+        const AttachmentText text{req.key.container_id, req.key.ifname, pod, 0, now};
+        std::vector<format::JournalRecord> records;
+        for (size_t s = 0; s < claimed.size(); ++s) {
+            const IpAddress& a = claimed[s].address;
+            records.push_back(make_record(
+                format::JournalOp::kAlloc, a, store_.block_prefix(a.family), s,
+                shm::SlotWord::decode(claimed[s].word).gen + 1, fp, text, store_.boot_id(), now));
+        }
+        if (auto st = store_.journal().append(store_.index().header().journal_tail, records); !st) {
+            roll_back_claim(store_, e, entry_word);
+            return st.error();
+        }
+    }
     bool published = true;
     for (size_t s = 0; s < claimed.size() && published; ++s) {
         published = slot_ops::publish(*claimed[s].block, claimed[s].slot, claimed[s].word, e, s,

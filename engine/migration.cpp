@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/attachment_index.h"
+#include "engine/aside_builder.h"
 #include "engine/fingerprint.h"
+#include "engine/journal_records.h"
 #include "engine/next_fit.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
@@ -56,15 +57,11 @@ bool read_small_file(const std::string& path, std::string* out, uint64_t* mtime_
     return true;
 }
 
-void copy_truncated(char* dst, size_t cap, const std::string& s) {
-    std::memset(dst, 0, cap);
-    std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
-}
-
 }  // namespace
 
 Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
-                         const BlockOpener& open_block) {
+                         const BlockOpener& open_block, const std::array<uint8_t, 16>& boot_id,
+                         std::vector<format::JournalRecord>* imported) {
     const std::string dir = cfg.host_local_dir();
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) return Ok{};  // nothing to import
@@ -111,76 +108,27 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
         }
     }
 
-    // Place the entries in the aside index, and note what each block must hold.
-    struct SlotFill {
-        uint64_t slot;
-        uint64_t entry;
-        uint16_t tenancy;
-        uint64_t owner;
-        uint64_t fp1;
-        uint64_t mtime_ns;
-    };
-    std::map<std::pair<int, u128>, std::pair<IpAddress, std::vector<SlotFill>>> blocks;
-    const uint64_t mask = aside.entry_count() - 1;
+    AsideBuilder builder(aside, cfg.range_sets.size());
     for (const auto& [key, files] : attachments) {
         const Fingerprint fp = fingerprint(key.first, key.second);
-        uint64_t e = fp.fp1 & mask;
-        uint64_t d = 0;
-        while (shm::EntryWord::decode(aside.entry(e).state).state != EntryState::kEmpty) {
-            if (++d > mask) return make_error(Code::kIndexFull, "too many host-local allocations");
-            e = (e + 1) & mask;
-        }
-        shm::fetch_max_word(aside.header().max_probe, d);
-        format::Entry& ent = aside.entry(e);
-        const uint64_t word = shm::EntryWord::next(0, EntryState::kClaiming, fp.fp16());
-        const uint64_t committed = shm::EntryWord::next(word, EntryState::kCommitted, fp.fp16());
-        const uint16_t tenancy = shm::EntryWord::decode(committed).gen;
-        ent.fp2 = fp.fp2;
-        ent.fp1 = AttachmentIndex::stamped_fp1(committed, fp);
-        ent.created_unix_ns = files.front().mtime_ns;
-        ent.flags = format::kEntryFlagImported;
-        copy_truncated(ent.container_id, sizeof ent.container_id, key.first);
-        copy_truncated(ent.ifname, sizeof ent.ifname, key.second);
-        ent.ref_count = uint8_t(std::min(cfg.range_sets.size(), format::kMaxRangeSets));
+        const AttachmentText text{key.first, key.second, "", format::kEntryFlagImported,
+                                  files.front().mtime_ns};
+        auto e = builder.add_entry(fp, text);
+        if (!e) return e.error();
+        std::vector<bool> set_used(cfg.range_sets.size());
         for (const HostLocalFile& f : files) {
-            if (f.range_set >= format::kMaxRangeSets) continue;
-            format::AddressRef& ref = ent.refs[f.range_set];
-            if (ref.family != 0) continue;  // two files for one set: keep the first
-            auto bytes = f.address.to_bytes();
-            std::copy(bytes.begin(), bytes.end(), ref.address);
-            ref.family = uint8_t(f.address.family);
-            ref.block_prefix = uint8_t(f.address.family == Family::kV4 ? cfg.block_prefix_v4
-                                                                       : cfg.block_prefix_v6);
-            ref.range_set = uint8_t(f.range_set);
-            const u128 host_mask = (u128{1} << (f.address.bits() - ref.block_prefix)) - 1;
-            const IpAddress base{f.address.value & ~host_mask, f.address.family};
-            auto& blk = blocks[{int(base.family), base.value}];
-            blk.first = base;
-            blk.second.push_back({uint64_t(f.address.value & host_mask), e, tenancy,
-                                  slot_ops::owner_word(e, f.range_set, tenancy), fp.fp1,
-                                  f.mtime_ns});
-        }
-        ent.state = committed;
-    }
-
-    // Build each block aside with its imported slots allocated. A block that already exists was
-    // published by an earlier importer of the same files (one that died before publishing the
-    // index): it holds the same slots.
-    for (const auto& [key, blk] : blocks) {
-        const auto& fills = blk.second;
-        auto made = open_block(blk.first, [&fills](shm::BlockFile& b) -> Status {
-            for (const SlotFill& f : fills) {
-                format::Slot& s = b.slot(f.slot);
-                s.owner = f.owner;
-                s.owner_fp = f.fp1;
-                s.allocated_unix_ns = f.mtime_ns;
-                s.state = shm::SlotWord::allocated(s.state, f.entry, f.tenancy);
-                slot_ops::sync_hint(b, f.slot);
+            if (f.range_set >= format::kMaxRangeSets || set_used[f.range_set]) continue;
+            set_used[f.range_set] = true;  // two files for one set: keep the first
+            const uint8_t prefix =
+                f.address.family == Family::kV4 ? cfg.block_prefix_v4 : cfg.block_prefix_v6;
+            builder.add_address(*e, f.range_set, f.address, prefix, 0, fp.fp1, f.mtime_ns);
+            if (imported != nullptr) {
+                imported->push_back(make_record(format::JournalOp::kAlloc, f.address, prefix,
+                                                f.range_set, 1, fp, text, boot_id, f.mtime_ns));
             }
-            return Ok{};
-        });
-        if (!made) return made.error();
+        }
     }
+    if (auto st = builder.build_blocks(open_block); !st) return st;
     return Ok{};
 }
 

@@ -4,8 +4,11 @@
 // again; last_reserved_ip.N sets range set N's cursor so allocation order carries on.
 #pragma once
 
+#include <array>
 #include <functional>
+#include <vector>
 
+#include "engine/aside_builder.h"
 #include "engine/ip_address.h"
 #include "engine/network_config.h"
 #include "shm/block_file.h"
@@ -13,15 +16,13 @@
 
 namespace shmipam::engine {
 
-// Opens the block holding an address, creating it with `prefill` run on its aside copy.
-using BlockOpener =
-    std::function<Expected<shm::BlockFile*>(const IpAddress&, const shm::BlockFile::Prefill&)>;
-
 // Runs on the index while it is still aside (unpublished). The blocks holding imported
 // addresses are built aside too, so an importer that loses the race to publish the index never
 // writes to a shared file. Deterministic for a given directory: racing first callers build
 // identical state. Addresses outside every range are skipped.
+// Each imported address is also returned as an ALLOC journal record (boot_id: this boot's).
 Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
-                         const BlockOpener& open_block);
+                         const BlockOpener& open_block, const std::array<uint8_t, 16>& boot_id,
+                         std::vector<format::JournalRecord>* imported);
 
 }  // namespace shmipam::engine

@@ -20,8 +20,20 @@ struct NetworkConfig {
     uint8_t block_prefix_v6 = 120;
     uint64_t reuse_delay_ms = 30'000;  // cool-down before a released address is handed out again
 
+    // Durability of the journal: kAuto is fsync unless the dataDir is on tmpfs (then none).
+    enum class Durability { kAuto, kFsync, kNone };
+    Durability durability = Durability::kAuto;
+    // How fsync is done: auto picks the measured default (docs/durability.md).
+    enum class Backend { kAuto, kFdatasync, kIoUring };
+    Backend backend = Backend::kAuto;
+    // After a reboot, allocations of sandboxes that cannot exist any more are reclaimed when the
+    // state is rebuilt; false keeps them.
+    bool reclaim_on_reboot = true;
+    std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
+
     std::string state_dir() const { return run_dir + "/" + name; }
     std::string host_local_dir() const { return data_dir + "/" + name; }
+    std::string journal_dir() const { return data_dir + "/" + name; }  // beside host-local's files
 };
 
 struct AttachmentKey {

@@ -1,10 +1,16 @@
 #include "engine/network_store.h"
 
 #include <dirent.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 
 #include "engine/migration.h"
+#include "engine/rebuild.h"
+#include "shm/clock.h"
 
 namespace shmipam::engine {
 
@@ -34,11 +40,32 @@ IpAddress NetworkStore::block_base(const IpAddress& a) const {
     return c.network();
 }
 
-std::string NetworkStore::block_file_name(const IpAddress& base, int prefix) {
+std::string NetworkStore::block_file_name(const IpAddress& base, int prefix, uint64_t epoch) {
     std::string s = base.to_string();
     std::replace(s.begin(), s.end(), ':', '-');  // keep names friendly to every tool
-    return s + "_" + std::to_string(prefix) + ".blk";
+    char e[24];
+    std::snprintf(e, sizeof e, ".%016llx", (unsigned long long)epoch);
+    return s + "_" + std::to_string(prefix) + e + ".blk";
 }
+
+namespace {
+
+// Journal durability: fsync unless told otherwise, or the dataDir is on tmpfs (nothing on tmpfs
+// outlives a reboot, so a sync buys nothing).
+shm::SyncMode sync_mode_for(const NetworkConfig& cfg) {
+    using D = NetworkConfig::Durability;
+    using B = NetworkConfig::Backend;
+    bool durable = cfg.durability == D::kFsync;
+    if (cfg.durability == D::kAuto) {
+        struct statfs sf {};
+        durable = !(::statfs(cfg.journal_dir().c_str(), &sf) == 0 && sf.f_type == TMPFS_MAGIC);
+    }
+    if (!durable) return shm::SyncMode::kNone;
+    // The default backend is the one measured faster for a one-shot process (docs/durability.md).
+    return cfg.backend == B::kIoUring ? shm::SyncMode::kIoUring : shm::SyncMode::kFdatasync;
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& cfg,
                                                            const shm::ProcessIdentity& self) {
@@ -49,16 +76,22 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     s->prefix_v4_ = cfg.block_prefix_v4;
     s->prefix_v6_ = cfg.block_prefix_v6;
     if (auto st = shm::make_dirs(s->dir_); !st) return st.error();
+    if (auto st = shm::make_dirs(cfg.journal_dir()); !st) return st.error();
+    s->journal_ = std::make_unique<shm::Journal>(cfg.journal_dir(), sync_mode_for(cfg));
+    s->boot_id_ = shm::read_boot_id(cfg.boot_id_path.c_str());
     shm::IndexGeometry g{entries_for(cfg), cfg.block_prefix_v4, cfg.block_prefix_v6};
-    NetworkStore* raw = s.get();
-    auto index = shm::IndexFile::open_or_create(s->dir_, g, s->who_, [&](shm::IndexFile& aside) {
-        return import_host_local(cfg, aside,
-                                 [raw](const IpAddress& a, const shm::BlockFile::Prefill& fill) {
-                                     return raw->block_for(a, true, fill);
-                                 });
-    });
+    const std::string index_path = s->dir_ + "/" + shm::IndexFile::kFileName;
+    if (!shm::file_exists(index_path)) {
+        if (auto st = s->create_index(cfg, g); !st) return st.error();
+    }
+    auto index = shm::IndexFile::open_existing(index_path, shm::Access::kReadWrite, &s->who_);
     if (!index) return index.error();
     s->index_ = std::move(*index);
+    if (s->index_.header().epoch != s->epoch_) {
+        s->blocks_.clear();  // another creator's index won: its blocks are the ones
+        s->epoch_ = s->index_.header().epoch;
+    }
+    if (s->creation_.created) s->remove_blocks_of_other_epochs();
     const auto& h = s->index_.header();
     if (h.block_prefix_v4 != cfg.block_prefix_v4 || h.block_prefix_v6 != cfg.block_prefix_v6) {
         return make_error(Code::kInvalidConfig, "blockSize differs from the one network \"" +
@@ -71,6 +104,58 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
                           "the network's index is retired: " + s->index_.path());
     }
     return s;
+}
+
+Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g) {
+    // The state is new: from the journal if there is one, else from host-local's files. Built
+    // aside; whoever links it first wins and everyone maps the winner's.
+    auto scan = shm::Journal::scan(cfg.journal_dir());
+    if (!scan) return scan.error();
+    std::vector<format::JournalRecord> imported;
+    auto open_block = [this](const IpAddress& a, const shm::BlockFile::Prefill& fill) {
+        return block_for(a, true, fill);
+    };
+    auto created =
+        shm::IndexFile::open_or_create(dir_, g, who_, [&](shm::IndexFile& aside) -> Status {
+            epoch_ = aside.header().epoch;
+            blocks_.clear();
+            aside.header().journal_tail = scan->next_sequence;
+            creation_.created = true;
+            if (!scan->records.empty()) {
+                auto stats = rebuild_from_journal(cfg, *scan, aside, open_block, boot_id_,
+                                                  shm::unix_ns(), shm::boot_ns());
+                if (!stats) return stats.error();
+                creation_.rebuilt = true;
+                creation_.rebuilt_addresses = stats->addresses;
+                creation_.reclaimed_after_reboot = stats->reclaimed_after_reboot;
+                return Ok{};
+            }
+            if (auto st = import_host_local(cfg, aside, open_block, boot_id_, &imported); !st)
+                return st;
+            creation_.imported = imported.size();
+            // Imports outlive the arena like any allocation: journal them before publishing.
+            return journal_->append(aside.header().journal_tail, imported);
+        });
+    if (!created) return created.error();
+    return Ok{};
+}
+
+void NetworkStore::remove_blocks_of_other_epochs() {
+    // Blocks of an index that no longer exists (before a rebuild) or that lost the race to be
+    // published: nobody will ever map them again by name. Unlinking is safe even if a process
+    // still maps one (its mapping stays valid; it is of a retired state).
+    DIR* d = ::opendir(dir_.c_str());
+    if (d == nullptr) return;
+    char mine[32];
+    std::snprintf(mine, sizeof mine, ".%016llx.blk", (unsigned long long)epoch_);
+    while (dirent* ent = ::readdir(d)) {
+        const std::string n = ent->d_name;
+        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".blk") == 0 && n[0] != '.' &&
+            n.find(mine) == std::string::npos) {
+            ::unlink((dir_ + "/" + n).c_str());
+        }
+    }
+    ::closedir(d);
 }
 
 Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::string& state_dir,
@@ -87,6 +172,9 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::s
                                 shm::read_fixed(h.network, sizeof h.network)};
     s->prefix_v4_ = h.block_prefix_v4;
     s->prefix_v6_ = h.block_prefix_v6;
+    s->epoch_ = h.epoch;
+    s->journal_ = std::make_unique<shm::Journal>(s->who_.data_dir + "/" + s->who_.network,
+                                                 shm::SyncMode::kFdatasync);
     return s;
 }
 
@@ -96,7 +184,7 @@ Expected<shm::BlockFile*> NetworkStore::block_for(const IpAddress& a, bool creat
     const auto key = std::make_pair(int(base.family), base.value);
     if (auto it = blocks_.find(key); it != blocks_.end()) return it->second.get();
     const int prefix = block_prefix(a.family);
-    const std::string name = block_file_name(base, prefix);
+    const std::string name = block_file_name(base, prefix, epoch_);
     shm::BlockGeometry g;
     g.family = uint8_t(a.family);
     g.prefix = uint8_t(prefix);
@@ -128,9 +216,13 @@ Expected<std::vector<shm::BlockFile*>> NetworkStore::all_blocks() {
     DIR* d = ::opendir(dir_.c_str());
     if (d == nullptr) return make_error(Code::kIo, "cannot read directory " + dir_);
     std::vector<std::string> names;
+    char mine[32];
+    std::snprintf(mine, sizeof mine, ".%016llx.blk", (unsigned long long)epoch_);
     while (dirent* ent = ::readdir(d)) {
         std::string n = ent->d_name;
-        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".blk") == 0 && n[0] != '.') {
+        // Only this index's blocks (others are of an earlier or a losing index).
+        if (n.size() > 4 && n[0] != '.' && n.find(mine) != std::string::npos &&
+            n.compare(n.size() - std::strlen(mine), std::strlen(mine), mine) == 0) {
             names.push_back(n);
         }
     }

@@ -2,6 +2,7 @@
 // demand (an ADD touches the index and the one or two blocks it claims from).
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "engine/network_config.h"
 #include "shm/block_file.h"
 #include "shm/index_file.h"
+#include "shm/journal.h"
 #include "shm/process_identity.h"
 
 namespace shmipam::engine {
@@ -26,6 +28,17 @@ class NetworkStore {
                                                                  shm::Access access);
 
     shm::IndexFile& index() { return index_; }
+    shm::Journal& journal() { return *journal_; }
+    const std::array<uint8_t, 16>& boot_id() const { return boot_id_; }
+    // What the last open did when it created the index (for logs and tests).
+    struct Creation {
+        bool created = false;
+        bool rebuilt = false;
+        size_t imported = 0;
+        size_t rebuilt_addresses = 0;
+        size_t reclaimed_after_reboot = 0;
+    };
+    const Creation& creation() const { return creation_; }
     const shm::ProcessIdentity& self() const { return self_; }
     const std::string& dir() const { return dir_; }
     uint8_t block_prefix(Family f) const;
@@ -40,7 +53,7 @@ class NetworkStore {
     // Every block file of the network (tools, verify).
     Expected<std::vector<shm::BlockFile*>> all_blocks();
 
-    static std::string block_file_name(const IpAddress& base, int prefix);
+    static std::string block_file_name(const IpAddress& base, int prefix, uint64_t epoch);
 
   private:
     NetworkStore() = default;
@@ -53,6 +66,13 @@ class NetworkStore {
     uint8_t prefix_v4_ = 24;
     uint8_t prefix_v6_ = 120;
     std::map<std::pair<int, u128>, std::unique_ptr<shm::BlockFile>> blocks_;
+    uint64_t epoch_ = 0;  // of the index the blocks belong to (format.h)
+    std::unique_ptr<shm::Journal> journal_;
+    std::array<uint8_t, 16> boot_id_{};
+    Creation creation_;
+
+    Status create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g);
+    void remove_blocks_of_other_epochs();
 };
 
 }  // namespace shmipam::engine

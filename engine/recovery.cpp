@@ -1,8 +1,11 @@
 #include "engine/recovery.h"
 
 #include <array>
+#include <cstring>
+#include <vector>
 
 #include "engine/attachment_index.h"
+#include "engine/journal_records.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
 #include "shm/clock.h"
@@ -50,6 +53,18 @@ bool for_each_ref_slot(NetworkStore& store, const RefSnapshot& refs, Fn&& fn) {
     return true;
 }
 
+// A published slot going back: its ALLOC record may be durable, so say it is free again (best
+// effort: without it a rebuild would restore an allocation the runtime's DEL then releases).
+void journal_rollback(NetworkStore& store, shm::BlockFile& b, uint64_t i, uint64_t w) {
+    const auto g = b.geometry();
+    const IpAddress base = IpAddress::from_bytes(Family(g.family), g.base);
+    const IpAddress a{base.value + i, base.family};
+    format::JournalRecord r =
+        make_record(format::JournalOp::kRollback, a, g.prefix, 0, SlotWord::decode(w).gen + 1,
+                    Fingerprint{}, AttachmentText{}, store.boot_id(), shm::unix_ns());
+    (void)store.journal().append(store.index().header().journal_tail, {&r, 1});
+}
+
 bool same_tenancy_tombstone(uint64_t now, uint64_t observed) {
     const EntryWord n = EntryWord::decode(now), o = EntryWord::decode(observed);
     return n.state == EntryState::kTombstone && n.gen == o.gen;
@@ -81,6 +96,7 @@ bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_w
                 sw.state == SlotState::kClaiming && sw.held_by(ew.lease_index, ew.lease_gen);
             const bool published_to_tenancy = sw.owned_by(entry_index, ew.gen);
             if (!claiming_by_lease && !published_to_tenancy) return;
+            if (published_to_tenancy) journal_rollback(store, b, i, w);
             if (slot_ops::roll_back(b, i, w)) {
                 SHMIPAM_FAULT("heal.after_slot_rollback");
                 return;
@@ -93,31 +109,68 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
     const EntryWord ew = EntryWord::decode(entry_word);
     if (shm::load_word(store.index().entry(entry_index).state) != entry_word) return true;
     const RefSnapshot refs = snapshot_refs(store, entry_index);
-    const uint64_t now = shm::boot_ns();
+    // 1. Every slot of this tenancy to RELEASING in the releaser's name. Loop until it is, or is
+    // not this tenancy's: a racing healer may move it between our load and our CAS, and may die.
+    struct Releasing {
+        shm::BlockFile* block;
+        uint64_t slot;
+        uint64_t word;
+        IpAddress address;
+        size_t set;
+    };
+    std::vector<Releasing> slots;
     const bool opened = for_each_ref_slot(store, refs, [&](shm::BlockFile& b, uint64_t i) {
-        // Loop until the slot is COOLING or not this tenancy's: a racing healer may move it from
-        // ALLOCATED to RELEASING between our load and our CAS, and may then die.
         for (int attempt = 0; attempt < 16; ++attempt) {
             const uint64_t w = slot_ops::load_state(b, i);
             const SlotWord sw = SlotWord::decode(w);
-            if (sw.owned_by(entry_index, ew.gen)) {
-                uint64_t releasing = 0;
-                if (slot_ops::begin_release(b, i, w, ew.lease_index, ew.lease_gen, &releasing)) {
-                    SHMIPAM_FAULT("del.after_slot_releasing");
-                    if (slot_ops::finish_release(b, i, releasing, now)) {
-                        SHMIPAM_FAULT("del.after_slot_cooling");
-                    }
-                }
-                continue;
-            }
             if (sw.state == SlotState::kReleasing && sw.held_by(ew.lease_index, ew.lease_gen)) {
-                slot_ops::finish_release(b, i, w, now);
-                continue;
+                slots.push_back({&b, i, w, {}, 0});
+                return;
             }
-            return;
+            if (!sw.owned_by(entry_index, ew.gen)) return;
+            uint64_t releasing = 0;
+            if (slot_ops::begin_release(b, i, w, ew.lease_index, ew.lease_gen, &releasing)) {
+                SHMIPAM_FAULT("del.after_slot_releasing");
+                slots.push_back({&b, i, releasing, {}, 0});
+                return;
+            }
         }
     });
     if (!opened) return false;
+    for (auto& r : slots) {
+        for (size_t k = 0; k < refs.size(); ++k) {
+            const format::AddressRef& ref = refs[k];
+            if (ref.family != 4 && ref.family != 6) continue;
+            const IpAddress a = ref_address(ref);
+            if (store.slot_of(a) == r.slot && store.block_for(a, false).value() == r.block) {
+                r.address = a;
+                r.set = k;
+            }
+        }
+    }
+    // 2. Journal the releases before any of these addresses can be claimed again: no rebuild can
+    // then give one to two owners.
+    const uint64_t now_unix = shm::unix_ns();
+    const format::Entry& ent = store.index().entry(entry_index);
+    const AttachmentText text{
+        std::string(ent.container_id, strnlen(ent.container_id, sizeof ent.container_id)),
+        std::string(ent.ifname, strnlen(ent.ifname, sizeof ent.ifname)),
+        std::string(ent.pod, strnlen(ent.pod, sizeof ent.pod)), ent.flags, now_unix};
+    const Fingerprint fp = AttachmentIndex::read_fp(ent, entry_word).value_or(Fingerprint{});
+    std::vector<format::JournalRecord> records;
+    for (const auto& r : slots) {
+        records.push_back(make_record(
+            format::JournalOp::kRelease, r.address, store.block_prefix(r.address.family), r.set,
+            SlotWord::decode(r.word).gen + 1, fp, text, store.boot_id(), now_unix));
+    }
+    if (!store.journal().append(store.index().header().journal_tail, records)) return false;
+    // 3. COOLING, then the entry is done.
+    const uint64_t now = shm::boot_ns();
+    for (const auto& r : slots) {
+        if (slot_ops::finish_release(*r.block, r.slot, r.word, now)) {
+            SHMIPAM_FAULT("del.after_slot_cooling");
+        }
+    }
     SHMIPAM_FAULT("del.after_release");
     AttachmentIndex(store.index(), nullptr).retire(entry_index, entry_word);
     return true;

@@ -232,6 +232,40 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     nc.network.block_prefix_v4 = *b4;
     nc.network.block_prefix_v6 = *b6;
 
+    // Durability of the journal.
+    auto durability = opt_string(ipam, "durability", "ipam.");
+    if (!durability) return durability.error();
+    using D = engine::NetworkConfig::Durability;
+    if (*durability == "fsync") {
+        nc.network.durability = D::kFsync;
+    } else if (*durability == "none") {
+        nc.network.durability = D::kNone;
+    } else if (!durability->empty() && *durability != "auto") {
+        return make_error(
+            Code::kInvalidConfig,
+            "durability must be \"fsync\", \"none\" or \"auto\", not \"" + *durability + "\"");
+    }
+    auto backend = opt_string(ipam, "durabilityBackend", "ipam.");
+    if (!backend) return backend.error();
+    using B = engine::NetworkConfig::Backend;
+    if (*backend == "fdatasync") {
+        nc.network.backend = B::kFdatasync;
+    } else if (*backend == "io_uring") {
+        nc.network.backend = B::kIoUring;
+    } else if (!backend->empty() && *backend != "auto") {
+        return make_error(Code::kInvalidConfig,
+                          "durabilityBackend must be \"fdatasync\", "
+                          "\"io_uring\" or \"auto\", not \"" +
+                              *backend + "\"");
+    }
+    if (auto it = ipam.find("reclaimOnReboot"); it != ipam.end() && !it->is_null()) {
+        if (!it->is_boolean()) return type_error("ipam.reclaimOnReboot", "a boolean");
+        nc.network.reclaim_on_reboot = it->get<bool>();
+    }
+    auto boot_id_file = opt_string(ipam, "bootIdFile", "ipam.");
+    if (!boot_id_file) return boot_id_file.error();
+    if (!boot_id_file->empty()) nc.network.boot_id_path = *boot_id_file;
+
     // Routes are handed back as configured; each needs a CIDR "dst".
     if (auto it = ipam.find("routes"); it != ipam.end() && !it->is_null()) {
         if (!it->is_array()) return type_error("ipam.routes", "an array");

@@ -33,6 +33,8 @@ inline constexpr std::string_view kAllPoints[] = {
     "heal.after_retire",         // a healer retired a CLAIMING entry, slots not rolled back
     "heal.after_slot_rollback",  // a healer rolled back one slot
     "reap.before_free",          // a dead lease's work healed, lease not yet freed
+    "journal.after_reserve",     // journal records reserved, not written
+    "journal.after_sync",        // journal records durable, the transition not yet made
     "create.after_allocate",     // a state file built aside, not yet initialised
     "create.before_publish",     // a state file initialised aside, not yet linked
 };

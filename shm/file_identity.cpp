@@ -10,9 +10,9 @@
 
 namespace shmipam::shm {
 
-std::array<uint8_t, 16> read_boot_id() {
+std::array<uint8_t, 16> read_boot_id(const char* path) {
     std::array<uint8_t, 16> id{};
-    int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return id;
     char buf[64] = {};
     ssize_t n = ::read(fd, buf, sizeof buf - 1);

@@ -15,8 +15,10 @@ struct FileIdentity {
     std::string network;
 };
 
-// /proc/sys/kernel/random/boot_id as 16 bytes (zeros when unreadable).
-std::array<uint8_t, 16> read_boot_id();
+inline constexpr const char* kBootIdPath = "/proc/sys/kernel/random/boot_id";
+// The boot id (a UUID file, /proc/sys/kernel/random/boot_id by default) as 16 bytes; zeros when
+// unreadable. The path is configurable so tests can simulate a reboot.
+std::array<uint8_t, 16> read_boot_id(const char* path = kBootIdPath);
 
 // Copies s into a fixed NUL-terminated field; false when it does not fit.
 bool copy_fixed(char* dst, size_t cap, const std::string& s);

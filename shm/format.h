@@ -202,9 +202,12 @@ struct IndexHeader {
     uint8_t boot_id[16];
     char data_dir[kDataDirBytes];
     char network[kNetworkBytes];
+    // Random per index: the block files of this index are named with it, so a rebuilt index
+    // never adopts the blocks of an earlier one (docs/format.md, "Epochs").
+    uint64_t epoch;
     uint32_t header_crc;  // CRC32C of bytes [0, offsetof(header_crc))
     uint32_t reserved1;
-    uint8_t pad_immutable[1024 - 504];
+    uint8_t pad_immutable[1024 - 512];
 
     // Mutable, shared (offset 1024).
     alignas(kCacheLine) uint64_t retired;
@@ -216,7 +219,10 @@ struct IndexHeader {
     uint64_t dels;
     uint64_t dead_leases_reaped;
     uint64_t busy_rejections;
-    uint8_t pad_tail[kHeaderBytes - 1024 - 4 * kCacheLine];
+    // Next journal record number (fetch-add reserves records); set by scanning the journal when
+    // the index is created.
+    alignas(kCacheLine) uint64_t journal_tail;
+    uint8_t pad_tail[kHeaderBytes - 1024 - 5 * kCacheLine];
 };
 static_assert(sizeof(IndexHeader) == kHeaderBytes);
 static_assert(offsetof(IndexHeader, header_crc) < 1024);
@@ -224,5 +230,45 @@ static_assert(offsetof(IndexHeader, retired) == 1024);
 
 inline constexpr uint64_t kCursorRangeShift = 56;
 inline constexpr uint64_t kCursorOffsetMask = (uint64_t{1} << kCursorRangeShift) - 1;
+
+// ---------------------------------------------------------------------------------------------
+// Journal: <dataDir>/<network>/shmipam-journal.<segment, 8 decimal digits>
+//
+// Segments are kJournalSegmentBytes, fully allocated and zero-filled when created, never reused.
+// Record n lives in segment n / kJournalRecordsPerSegment at offset
+// (n % kJournalRecordsPerSegment) * sizeof(JournalRecord). Records are reserved by fetch-add on
+// the index header's journal_tail, so what is durable is not a prefix: a reader scans every
+// slot of every segment and keeps the records whose CRC and sequence are right.
+inline constexpr char kJournalPrefix[] = "shmipam-journal.";
+inline constexpr uint64_t kJournalRecordsPerSegment = 4096;
+
+enum class JournalOp : uint8_t {
+    kAlloc = 1,     // the attachment holds the address (written before the ADD commits)
+    kRelease = 2,   // the attachment released it; cool-down starts at unix_ns
+    kRollback = 3,  // a claim that had published it was rolled back: free, no cool-down
+};
+
+struct JournalRecord {
+    uint32_t crc;  // CRC32C of bytes [4, sizeof(JournalRecord))
+    uint8_t op;    // JournalOp
+    uint8_t family;
+    uint8_t block_prefix;
+    uint8_t range_set;
+    uint64_t sequence;  // the record number (its position)
+    uint8_t address[16];
+    uint32_t slot_gen;  // the slot word's generation after the transition: replay keeps the
+                        // highest per address, never journal order
+    uint32_t flags;     // kEntryFlagImported
+    uint64_t fp1;       // the attachment's 128-bit fingerprint
+    uint64_t fp2;
+    uint64_t unix_ns;
+    uint8_t boot_id[16];  // of the writer: an allocation from another boot is reclaimed
+    char container_id[kContainerIdBytes];
+    char ifname[kIfnameBytes];
+    char pod[kPodBytes];
+    uint8_t reserved[40];
+};
+static_assert(sizeof(JournalRecord) == 256);
+inline constexpr uint64_t kJournalSegmentBytes = kJournalRecordsPerSegment * sizeof(JournalRecord);
 
 }  // namespace shmipam::format

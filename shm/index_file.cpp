@@ -1,6 +1,7 @@
 #include "shm/index_file.h"
 
 #include <cstring>
+#include <random>
 
 #include "shm/atomic_word.h"
 #include "shm/clock.h"
@@ -41,6 +42,8 @@ Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const Inde
         h->block_prefix_v4 = g.block_prefix_v4;
         h->block_prefix_v6 = g.block_prefix_v6;
         h->created_unix_ns = unix_ns();
+        std::random_device rd;
+        h->epoch = (uint64_t(rd()) << 32) ^ rd() ^ unix_ns();
         auto boot = read_boot_id();
         std::memcpy(h->boot_id, boot.data(), 16);
         if (!copy_fixed(h->data_dir, sizeof h->data_dir, who.data_dir) ||

@@ -1,0 +1,90 @@
+#include "engine/rebuild.h"
+
+#include <cstring>
+#include <map>
+
+#include "engine/journal_records.h"
+#include "engine/next_fit.h"
+
+namespace shmipam::engine {
+
+using format::JournalOp;
+using format::JournalRecord;
+
+namespace {
+
+std::string fixed(const char* s, size_t cap) {
+    return std::string(s, strnlen(s, cap));
+}
+
+}  // namespace
+
+Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
+                                            const shm::Journal::ScanResult& scan,
+                                            shm::IndexFile& aside, const BlockOpener& open_block,
+                                            const std::array<uint8_t, 16>& boot_id,
+                                            uint64_t now_unix_ns, uint64_t now_boot_ns) {
+    // The record that wins for each address.
+    std::map<std::pair<int, u128>, const JournalRecord*> latest;
+    for (const JournalRecord& r : scan.records) {
+        const IpAddress a = record_address(r);
+        const JournalRecord*& cur = latest[{int(a.family), a.value}];
+        if (cur == nullptr || r.slot_gen > cur->slot_gen ||
+            (r.slot_gen == cur->slot_gen && r.sequence > cur->sequence)) {
+            cur = &r;
+        }
+    }
+
+    RebuildStats stats;
+    AsideBuilder builder(aside, cfg.range_sets.size());
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> entry_of;  // fingerprint -> entry
+    std::map<size_t, const JournalRecord*> last_alloc_in_set;    // for the cursors
+    const uint64_t reuse_ns = cfg.reuse_delay_ms * 1'000'000;
+    for (const auto& [key, r] : latest) {
+        const IpAddress a = record_address(*r);
+        const auto op = JournalOp(r->op);
+        if (op == JournalOp::kAlloc) {
+            const bool same_boot = std::memcmp(r->boot_id, boot_id.data(), 16) == 0;
+            if (!same_boot && cfg.reclaim_on_reboot) {
+                ++stats.reclaimed_after_reboot;
+                builder.set_slot(a, r->block_prefix, r->slot_gen, false, 0);
+                continue;
+            }
+            const Fingerprint fp{r->fp1, r->fp2};
+            auto [it, fresh] = entry_of.insert({{fp.fp1, fp.fp2}, 0});
+            if (fresh) {
+                const AttachmentText text{fixed(r->container_id, sizeof r->container_id),
+                                          fixed(r->ifname, sizeof r->ifname),
+                                          fixed(r->pod, sizeof r->pod), uint8_t(r->flags),
+                                          r->unix_ns};
+                auto e = builder.add_entry(fp, text);
+                if (!e) return e.error();
+                it->second = *e;
+                ++stats.attachments;
+            }
+            builder.add_address(it->second, r->range_set, a, r->block_prefix, r->slot_gen, fp.fp1,
+                                r->unix_ns);
+            ++stats.addresses;
+            auto& last = last_alloc_in_set[r->range_set];
+            if (last == nullptr || r->sequence > last->sequence) last = r;
+        } else if (op == JournalOp::kRelease && now_unix_ns >= r->unix_ns &&
+                   now_unix_ns - r->unix_ns < reuse_ns) {
+            // Still cooling: as if released (now_unix - unix_ns) ago on the boot clock.
+            const uint64_t ago = now_unix_ns - r->unix_ns;
+            builder.set_slot(a, r->block_prefix, r->slot_gen, true,
+                             now_boot_ns > ago ? now_boot_ns - ago : 1);
+            ++stats.cooling;
+        } else {
+            builder.set_slot(a, r->block_prefix, r->slot_gen, false, 0);
+        }
+    }
+    if (auto st = builder.build_blocks(open_block); !st) return st.error();
+    for (const auto& [set, r] : last_alloc_in_set) {
+        if (set < cfg.range_sets.size() && set < format::kMaxRangeSets) {
+            aside.header().cursor[set] = cursor_after(cfg.range_sets[set], record_address(*r));
+        }
+    }
+    return stats;
+}
+
+}  // namespace shmipam::engine

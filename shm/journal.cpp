@@ -1,0 +1,165 @@
+#include "shm/journal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "shm/atomic_word.h"
+#include "shm/crc32c.h"
+#include "shm/fault_point.h"
+#include "shm/mapped_file.h"
+
+namespace shmipam::shm {
+
+using format::JournalRecord;
+using format::kJournalRecordsPerSegment;
+using format::kJournalSegmentBytes;
+
+namespace {
+
+bool all_zero(const JournalRecord& r) {
+    auto* p = reinterpret_cast<const uint8_t*>(&r);
+    return std::all_of(p, p + sizeof r, [](uint8_t b) { return b == 0; });
+}
+
+Status fsync_path(const std::string& path, int flags) {
+    int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+    if (fd < 0) return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+    const int rc = ::fsync(fd);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) return make_error(Code::kIo, "cannot fsync " + path + ": " + std::strerror(err));
+    return Ok{};
+}
+
+}  // namespace
+
+Journal::~Journal() {
+    for (auto& [seg, fd] : fds_) ::close(fd);
+}
+
+std::string Journal::segment_name(uint64_t segment) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%s%08llu", format::kJournalPrefix, (unsigned long long)segment);
+    return buf;
+}
+
+void Journal::seal(JournalRecord& r) {
+    r.crc = crc32c(reinterpret_cast<const uint8_t*>(&r) + 4, sizeof r - 4);
+}
+
+bool Journal::record_valid(const JournalRecord& r, uint64_t expected_sequence) {
+    if (r.sequence != expected_sequence) return false;
+    if (r.op < uint8_t(format::JournalOp::kAlloc) || r.op > uint8_t(format::JournalOp::kRollback)) {
+        return false;
+    }
+    if (r.family != 4 && r.family != 6) return false;
+    return r.crc == crc32c(reinterpret_cast<const uint8_t*>(&r) + 4, sizeof r - 4);
+}
+
+Expected<int> Journal::segment_fd(uint64_t segment) {
+    if (auto it = fds_.find(segment); it != fds_.end()) return it->second;
+    const std::string name = segment_name(segment);
+    const std::string path = dir_ + "/" + name;
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        // A new segment: built aside fully allocated and zero-filled, linked into place (racing
+        // creators agree), and with durability, its blocks and its name made durable.
+        auto made = create_published(dir_, name, kJournalSegmentBytes,
+                                     [](std::span<std::byte>) -> Status { return Ok{}; });
+        if (!made) return made.error();
+        if (mode_ != SyncMode::kNone && *made == Publish::kCreated) {
+            if (auto st = fsync_path(path, O_RDONLY); !st) return st.error();
+            if (auto st = fsync_path(dir_, O_RDONLY | O_DIRECTORY); !st) return st.error();
+        }
+        fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        return make_error(Code::kIo,
+                          "cannot open journal segment " + path + ": " + std::strerror(errno));
+    }
+    fds_[segment] = fd;
+    return fd;
+}
+
+Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records) {
+    if (records.empty()) return Ok{};
+    const uint64_t first =
+        std::atomic_ref<uint64_t>(tail_word).fetch_add(records.size(), std::memory_order_acq_rel);
+    for (size_t i = 0; i < records.size(); ++i) {
+        records[i].sequence = first + i;
+        seal(records[i]);
+    }
+    SHMIPAM_FAULT("journal.after_reserve");
+    // Contiguous records of one segment go in one write and one sync.
+    size_t i = 0;
+    while (i < records.size()) {
+        const uint64_t seg = records[i].sequence / kJournalRecordsPerSegment;
+        size_t j = i + 1;
+        while (j < records.size() && records[j].sequence / kJournalRecordsPerSegment == seg) ++j;
+        auto fd = segment_fd(seg);
+        if (!fd) return fd.error();
+        const off_t off =
+            off_t((records[i].sequence % kJournalRecordsPerSegment) * sizeof(JournalRecord));
+        if (auto st = write_durably(*fd, &records[i], (j - i) * sizeof(JournalRecord), off, mode_,
+                                    &used_);
+            !st) {
+            return st;
+        }
+        i = j;
+    }
+    SHMIPAM_FAULT("journal.after_sync");
+    return Ok{};
+}
+
+Expected<Journal::ScanResult> Journal::scan(const std::string& dir) {
+    ScanResult out;
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+        if (errno == ENOENT) return out;
+        return make_error(Code::kIo,
+                          "cannot read journal directory " + dir + ": " + std::strerror(errno));
+    }
+    std::vector<uint64_t> segments;
+    const size_t plen = std::strlen(format::kJournalPrefix);
+    while (dirent* ent = ::readdir(d)) {
+        const std::string n = ent->d_name;
+        if (n.size() != plen + 8 || n.compare(0, plen, format::kJournalPrefix) != 0) continue;
+        if (n.find_first_not_of("0123456789", plen) != std::string::npos) continue;
+        segments.push_back(std::stoull(n.substr(plen)));
+    }
+    ::closedir(d);
+    std::sort(segments.begin(), segments.end());
+    std::vector<JournalRecord> buf(kJournalRecordsPerSegment);
+    for (uint64_t seg : segments) {
+        const std::string path = dir + "/" + segment_name(seg);
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+        std::memset(buf.data(), 0, kJournalSegmentBytes);
+        const ssize_t n = ::pread(fd, buf.data(), kJournalSegmentBytes, 0);
+        ::close(fd);
+        if (n < 0)
+            return make_error(Code::kIo, "cannot read " + path + ": " + std::strerror(errno));
+        ++out.segments;
+        // A truncated segment reads as zeros past its end: those slots are simply empty.
+        for (uint64_t k = 0; k < kJournalRecordsPerSegment; ++k) {
+            const JournalRecord& r = buf[k];
+            if (all_zero(r)) continue;
+            const uint64_t seq = seg * kJournalRecordsPerSegment + k;
+            if (!record_valid(r, seq)) {
+                ++out.invalid;
+                continue;
+            }
+            out.records.push_back(r);
+            out.next_sequence = std::max(out.next_sequence, seq + 1);
+        }
+    }
+    return out;
+}
+
+}  // namespace shmipam::shm

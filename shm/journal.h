@@ -1,0 +1,56 @@
+// The network's journal: records of the transitions that must outlive the arena (format.h).
+// Appends reserve record numbers lock-free (fetch-add on the index header's tail), write them
+// into preallocated segments, and make them durable per the sync mode before returning.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shm/durability.h"
+#include "shm/format.h"
+#include "shm/status.h"
+
+namespace shmipam::shm {
+
+class Journal {
+  public:
+    Journal(std::string dir, SyncMode mode) : dir_(std::move(dir)), mode_(mode) {}
+    ~Journal();
+    Journal(const Journal&) = delete;
+    Journal& operator=(const Journal&) = delete;
+
+    // Fills in sequence and crc, writes, syncs. A segment that does not exist yet is created
+    // (fully allocated, made durable with its directory entry): kIo when that fails (full or
+    // read-only filesystem); appends into existing segments need no new space.
+    Status append(uint64_t& tail_word, std::span<format::JournalRecord> records);
+
+    SyncMode mode() const { return mode_; }
+    SyncMode last_used() const { return used_; }
+    const std::string& dir() const { return dir_; }
+
+    struct ScanResult {
+        std::vector<format::JournalRecord> records;  // every valid record, in sequence order
+        uint64_t next_sequence = 0;                  // one past the highest valid record
+        uint64_t invalid = 0;                        // written-looking slots that failed checks
+        uint64_t segments = 0;
+    };
+    // Reads every segment of the journal in dir (no journal: empty result).
+    static Expected<ScanResult> scan(const std::string& dir);
+
+    static std::string segment_name(uint64_t segment);
+    static bool record_valid(const format::JournalRecord& r, uint64_t expected_sequence);
+    static void seal(format::JournalRecord& r);  // computes the crc
+
+  private:
+    Expected<int> segment_fd(uint64_t segment);
+
+    std::string dir_;
+    SyncMode mode_;
+    SyncMode used_ = SyncMode::kNone;
+    std::map<uint64_t, int> fds_;
+};
+
+}  // namespace shmipam::shm
