@@ -155,6 +155,11 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const EntryClaim claim = index.claim(fp, lease.handle());
     switch (claim.kind) {
         case ClaimKind::kExisting: {
+            if (store_.index().entry(claim.entry.index).flags & format::kEntryFlagPartial) {
+                return make_error(Code::kAttachmentIncomplete,
+                                  "the attachment holds addresses for only some range sets "
+                                  "(rebuilt after its ADD failed): DEL it, then ADD again");
+            }
             auto addrs = describe(claim.entry.index, claim.entry.word);
             if (!addrs) return addrs.error();
             return AddOutcome{std::move(*addrs), true};

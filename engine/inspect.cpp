@@ -181,7 +181,7 @@ Expected<VerifyReport> verify(NetworkStore& store) {
             const format::AddressRef& ref = ent.refs[r];
             if (ref.family != 4 && ref.family != 6) {
                 // host-local's state may have had fewer range sets than today's config.
-                if ((ent.flags & format::kEntryFlagImported) == 0) {
+                if ((ent.flags & (format::kEntryFlagImported | format::kEntryFlagPartial)) == 0) {
                     add("missing-ref", name + " has no address for range set " + std::to_string(r));
                 }
                 continue;

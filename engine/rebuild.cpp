@@ -78,6 +78,14 @@ Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
             builder.set_slot(a, r->block_prefix, r->slot_gen, false, 0);
         }
     }
+    // Attachments that hold fewer addresses than there are range sets (an ADD that never answered
+    // lost some of its records) are kept, so DEL releases them, and flagged.
+    for (const auto& [fp, e] : entry_of) {
+        format::Entry& ent = aside.entry(e);
+        for (size_t s = 0; s < std::min(cfg.range_sets.size(), format::kMaxRangeSets); ++s) {
+            if (ent.refs[s].family == 0) ent.flags |= format::kEntryFlagPartial;
+        }
+    }
     if (auto st = builder.build_blocks(open_block); !st) return st.error();
     for (const auto& [set, r] : last_alloc_in_set) {
         if (set < cfg.range_sets.size() && set < format::kMaxRangeSets) {

@@ -183,6 +183,9 @@ struct Entry {
 };
 static_assert(sizeof(Entry) == 256);
 inline constexpr uint8_t kEntryFlagImported = 1;  // imported from host-local's files
+// Rebuilt from a journal that held addresses for only some of its range sets (an ADD that never
+// answered lost some records): DEL releases what it holds; a repeated ADD is refused (code 107).
+inline constexpr uint8_t kEntryFlagPartial = 2;
 
 struct IndexHeader {
     // Immutable once published; covered by header_crc.

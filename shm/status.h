@@ -28,6 +28,7 @@ enum class Code : int {
     kArenaVersion = 104,
     kArenaDamaged = 105,
     kIndexFull = 106,
+    kAttachmentIncomplete = 107,
     kCheckNoAllocation = 110,
     kCheckMismatch = 111,
     kInternal = 999,

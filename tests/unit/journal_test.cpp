@@ -1,0 +1,113 @@
+#include "shm/journal.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "engine/journal_records.h"
+#include "tests/support/temp_dir.h"
+
+namespace shmipam {
+namespace {
+
+using format::JournalOp;
+using format::JournalRecord;
+
+JournalRecord rec(const std::string& addr, uint32_t gen, JournalOp op = JournalOp::kAlloc) {
+    return engine::make_record(op, *engine::IpAddress::parse(addr), 24, 0, gen,
+                               engine::fingerprint("c", "eth0"), {"c", "eth0", "ns/p", 0, 1}, {},
+                               123);
+}
+
+TEST(Journal, AppendsAreReadBackWithTheirSequence) {
+    testing::TempDir dir;
+    for (auto mode : {shm::SyncMode::kNone, shm::SyncMode::kFdatasync, shm::SyncMode::kIoUring}) {
+        std::filesystem::remove_all(dir.sub("j"));
+        std::filesystem::create_directories(dir.sub("j"));
+        shm::Journal j(dir.sub("j"), mode);
+        uint64_t tail = 0;
+        std::vector<JournalRecord> a{rec("10.0.0.2", 1), rec("10.0.0.3", 1)};
+        ASSERT_TRUE(j.append(tail, a));
+        std::vector<JournalRecord> b{rec("10.0.0.2", 3, JournalOp::kRelease)};
+        ASSERT_TRUE(j.append(tail, b));
+        EXPECT_EQ(tail, 3u);
+        auto scan = shm::Journal::scan(dir.sub("j"));
+        ASSERT_TRUE(scan);
+        ASSERT_EQ(scan->records.size(), 3u);
+        EXPECT_EQ(scan->records[2].sequence, 2u);
+        EXPECT_EQ(scan->records[2].op, uint8_t(JournalOp::kRelease));
+        EXPECT_EQ(scan->next_sequence, 3u);
+        EXPECT_EQ(scan->invalid, 0u);
+        if (mode == shm::SyncMode::kIoUring) {  // or its fallback where io_uring is refused
+            EXPECT_NE(j.last_used(), shm::SyncMode::kNone);
+        } else {
+            EXPECT_EQ(j.last_used(), mode);
+        }
+    }
+}
+
+TEST(Journal, SegmentsArePreallocatedAndRecordsCrossThem) {
+    testing::TempDir dir;
+    shm::Journal j(dir.path(), shm::SyncMode::kNone);
+    uint64_t tail = format::kJournalRecordsPerSegment - 1;  // the next append straddles two
+    std::vector<JournalRecord> a{rec("10.0.0.2", 1), rec("10.0.0.3", 1)};
+    ASSERT_TRUE(j.append(tail, a));
+    const auto s0 = dir.sub(shm::Journal::segment_name(0));
+    const auto s1 = dir.sub(shm::Journal::segment_name(1));
+    EXPECT_EQ(std::filesystem::file_size(s0), format::kJournalSegmentBytes);
+    EXPECT_EQ(std::filesystem::file_size(s1), format::kJournalSegmentBytes);
+    auto scan = shm::Journal::scan(dir.path());
+    ASSERT_EQ(scan->records.size(), 2u);
+    EXPECT_EQ(scan->next_sequence, format::kJournalRecordsPerSegment + 1);
+}
+
+TEST(Journal, DurablePartNeedNotBeAPrefixAndDamageIsSkipped) {
+    testing::TempDir dir;
+    shm::Journal j(dir.path(), shm::SyncMode::kNone);
+    uint64_t tail = 0;
+    std::vector<JournalRecord> a{rec("10.0.0.2", 1), rec("10.0.0.3", 1), rec("10.0.0.4", 1),
+                                 rec("10.0.0.5", 1)};
+    ASSERT_TRUE(j.append(tail, a));
+    // Record 1 never made it (a hole), record 2 is torn (a flipped bit).
+    const std::string seg = dir.sub(shm::Journal::segment_name(0));
+    int fd = ::open(seg.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    JournalRecord zero{};
+    ASSERT_EQ(::pwrite(fd, &zero, sizeof zero, sizeof zero), ssize_t(sizeof zero));
+    uint8_t byte = 0;
+    ASSERT_EQ(::pread(fd, &byte, 1, 2 * sizeof zero + 100), 1);
+    byte ^= 0x10;
+    ASSERT_EQ(::pwrite(fd, &byte, 1, 2 * sizeof zero + 100), 1);
+    ::close(fd);
+    auto scan = shm::Journal::scan(dir.path());
+    ASSERT_TRUE(scan);
+    ASSERT_EQ(scan->records.size(), 2u);
+    EXPECT_EQ(scan->records[0].sequence, 0u);
+    EXPECT_EQ(scan->records[1].sequence, 3u) << "records after a hole are still read";
+    EXPECT_EQ(scan->invalid, 1u);
+    EXPECT_EQ(scan->next_sequence, 4u);
+}
+
+TEST(Journal, ARecordInTheWrongPlaceIsRejected) {
+    JournalRecord r = rec("10.0.0.2", 1);
+    r.sequence = 5;
+    shm::Journal::seal(r);
+    EXPECT_TRUE(shm::Journal::record_valid(r, 5));
+    EXPECT_FALSE(shm::Journal::record_valid(r, 6));
+}
+
+TEST(Journal, ForeignAndTruncatedSegmentsDoNotBreakTheScan) {
+    testing::TempDir dir;
+    testing::write_file(dir.sub(shm::Journal::segment_name(0)), std::string(5000, 'x'));
+    testing::write_file(dir.sub(shm::Journal::segment_name(1)), "");
+    testing::write_file(dir.sub("shmipam-journal.notanumber"), "x");
+    auto scan = shm::Journal::scan(dir.path());
+    ASSERT_TRUE(scan);
+    EXPECT_TRUE(scan->records.empty());
+    EXPECT_GT(scan->invalid, 0u);
+}
+
+}  // namespace
+}  // namespace shmipam

@@ -1,0 +1,173 @@
+// The arena lost (reboot, deleted run directory, retired state): the next open rebuilds it
+// from the journal.
+#include "engine/rebuild.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/network_fixture.h"
+
+namespace shmipam::engine {
+namespace {
+
+class RebuildTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        testing::write_file(dir.sub("boot_id"), "11111111-2222-3333-4444-555555555555\n");
+        cfg = testing::network_config(dir,
+                                      {testing::range_set({{"10.60.0.0/24", "", "", ""}}),
+                                       testing::range_set({{"fd60::/120", "", "", ""}})},
+                                      30'000);
+        cfg.boot_id_path = dir.sub("boot_id");
+        open();
+    }
+    void open() {
+        alloc.reset();
+        store = testing::open_store(cfg);
+        alloc = std::make_unique<Allocator>(*store, cfg);
+    }
+    void lose_arena() {
+        alloc.reset();
+        store.reset();
+        std::filesystem::remove_all(cfg.state_dir());
+    }
+    void reboot() {
+        lose_arena();
+        testing::write_file(dir.sub("boot_id"), "99999999-2222-3333-4444-555555555555\n");
+    }
+    std::vector<std::string> addresses(const std::string& cid) {
+        std::vector<std::string> out;
+        auto a = alloc->addresses_of({cid, "eth0"});
+        if (a) {
+            for (const auto& x : *a) out.push_back(x.address.to_string());
+        }
+        return out;
+    }
+
+    testing::TempDir dir;
+    NetworkConfig cfg;
+    std::unique_ptr<NetworkStore> store;
+    std::unique_ptr<Allocator> alloc;
+};
+
+TEST_F(RebuildTest, ALostArenaComesBackFromTheJournal) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    ASSERT_TRUE(alloc->add(testing::add_request("b")));
+    ASSERT_TRUE(alloc->add(testing::add_request("c")));
+    ASSERT_TRUE(alloc->del({"b", "eth0"}));
+    const auto a = addresses("a"), c = addresses("c");
+    lose_arena();
+    open();
+    EXPECT_TRUE(store->creation().rebuilt);
+    EXPECT_EQ(addresses("a"), a);
+    EXPECT_EQ(addresses("c"), c);
+    EXPECT_TRUE(addresses("b").empty());
+    testing::expect_verify_clean(*store);
+    // b's address is still cooling and the cursor carries on after c: the next ADD gets a new one.
+    auto d = alloc->add(testing::add_request("d"));
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->addresses[0].address.to_string(), "10.60.0.5");
+    // What was rebuilt can be released, and the release is journaled again.
+    ASSERT_TRUE(alloc->del({"a", "eth0"}));
+    lose_arena();
+    open();
+    EXPECT_TRUE(addresses("a").empty());
+    EXPECT_EQ(addresses("c"), c);
+    testing::expect_verify_clean(*store);
+}
+
+TEST_F(RebuildTest, AfterARebootOrdinaryAllocationsAreReclaimedAndCoolDownsKept) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .2
+    ASSERT_TRUE(alloc->add(testing::add_request("b")));  // .3
+    ASSERT_TRUE(alloc->del({"b", "eth0"}));
+    reboot();
+    open();
+    EXPECT_EQ(store->creation().reclaimed_after_reboot, 2u) << "a's IPv4 and IPv6 addresses";
+    EXPECT_TRUE(addresses("a").empty());
+    testing::expect_verify_clean(*store);
+    auto d = dump(*store);
+    size_t cooling = 0;
+    for (const auto& s : d->slots) cooling += s.state == "cooling";
+    EXPECT_EQ(cooling, 2u) << "b's addresses were released 0 s ago with a 30 s cool-down";
+}
+
+TEST_F(RebuildTest, ReclaimOnRebootFalseKeepsAllocations) {
+    cfg.reclaim_on_reboot = false;
+    open();
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    const auto a = addresses("a");
+    reboot();
+    open();
+    EXPECT_EQ(addresses("a"), a);
+    testing::expect_verify_clean(*store);
+}
+
+TEST_F(RebuildTest, AStaleRecordNeverWinsOverANewerOne) {
+    // Many generations of one address, journaled in a shuffled order: the newest one wins.
+    ASSERT_TRUE(alloc->add(testing::add_request("x", "eth0", {"10.60.0.9", "fd60::9"})));
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_TRUE(alloc->del({"x", "eth0"}));
+        ASSERT_TRUE(alloc->add(testing::add_request("x", "eth0", {"10.60.0.9", "fd60::9"})));
+    }
+    ASSERT_TRUE(alloc->del({"x", "eth0"}));
+    ASSERT_TRUE(alloc->add(testing::add_request("y", "eth0", {"10.60.0.9", "fd60::9"})));
+    lose_arena();
+    open();
+    EXPECT_TRUE(addresses("x").empty());
+    EXPECT_EQ(addresses("y"), (std::vector<std::string>{"10.60.0.9", "fd60::9"}));
+    testing::expect_verify_clean(*store);
+    // And generations carry on past the journal's: one more cycle, one more rebuild.
+    ASSERT_TRUE(alloc->del({"y", "eth0"}));
+    lose_arena();
+    open();
+    EXPECT_TRUE(addresses("y").empty());
+}
+
+TEST_F(RebuildTest, HostLocalFilesAreImportedOnceThenTheJournalRules) {
+    lose_arena();
+    std::filesystem::remove_all(cfg.journal_dir());
+    testing::write_file(cfg.host_local_dir() + "/10.60.0.40", "hl\r\neth0");
+    open();
+    EXPECT_EQ(store->creation().imported, 1u);
+    EXPECT_EQ(addresses("hl"), std::vector<std::string>{"10.60.0.40"});
+    ASSERT_TRUE(alloc->del({"hl", "eth0"}));
+    lose_arena();
+    open();  // host-local's file is still there: it must not come back
+    EXPECT_TRUE(store->creation().rebuilt);
+    EXPECT_TRUE(addresses("hl").empty());
+}
+
+TEST_F(RebuildTest, AnAttachmentThatLostSomeRecordsIsKeptFlaggedAndRefusedOnRepeat) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    ASSERT_TRUE(alloc->add(testing::add_request("b")));
+    lose_arena();
+    // a's IPv6 record never reached the disk.
+    auto scan = shm::Journal::scan(cfg.journal_dir());
+    ASSERT_TRUE(scan);
+    for (const auto& r : scan->records) {
+        if (std::string(r.container_id) == "a" && r.family == 6) {
+            const std::string seg =
+                cfg.journal_dir() + "/" +
+                shm::Journal::segment_name(r.sequence / format::kJournalRecordsPerSegment);
+            std::string bytes = testing::read_file(seg);
+            const size_t off = (r.sequence % format::kJournalRecordsPerSegment) * sizeof r;
+            std::fill(bytes.begin() + off, bytes.begin() + off + sizeof r, '\0');
+            testing::write_file(seg, bytes);
+        }
+    }
+    open();
+    testing::expect_verify_clean(*store);
+    EXPECT_EQ(addresses("a"), std::vector<std::string>{"10.60.0.2"});
+    auto again = alloc->add(testing::add_request("a"));
+    ASSERT_FALSE(again);
+    EXPECT_EQ(again.error().code, Code::kAttachmentIncomplete);
+    ASSERT_TRUE(alloc->del({"a", "eth0"}));
+    auto fresh = alloc->add(testing::add_request("a"));
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(fresh->addresses.size(), 2u);
+    EXPECT_EQ(addresses("b").size(), 2u);
+}
+
+}  // namespace
+}  // namespace shmipam::engine
