@@ -1,6 +1,7 @@
 #include "bench/exec_spawner.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,10 @@ namespace shmipam::bench {
 
 ExecResult spawn_and_wait(const std::string& binary, const std::map<std::string, std::string>& env,
                           const std::string& input) {
+    // A plugin may exit without reading its stdin (/bin/true as the floor does): our write must
+    // fail with EPIPE, not kill us.
+    static const bool sigpipe_ignored = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
+    (void)sigpipe_ignored;
     ExecResult r;
     int in_pipe[2], out_pipe[2];
     if (::pipe2(in_pipe, O_CLOEXEC) != 0) return r;
