@@ -139,6 +139,13 @@ Expected<std::vector<AllocatedAddress>> Allocator::describe(uint64_t entry_index
     return out;
 }
 
+namespace {
+Error retired_error() {
+    return make_error(Code::kTryAgainLater,
+                      "the network's state was retired; the next invocation rebuilds it");
+}
+}  // namespace
+
 Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     auto requests = map_requests(req.requested);
     if (!requests) return requests.error();
@@ -148,6 +155,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     }
     LeaseGuard lease(store_);
     if (auto st = lease.acquire(); !st) return st.error();
+    if (store_.retired()) return retired_error();
     reap_dead_leases(store_);
 
     const Fingerprint fp = fingerprint(req.key.container_id, req.key.ifname);
@@ -230,6 +238,12 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
             roll_back_claim(store_, e, entry_word);
             return st.error();
         }
+        // Retired since we started: a rebuild may already have read the journal without these
+        // records, so this claim must not commit here (the runtime retries on the new state).
+        if (store_.retired()) {
+            roll_back_claim(store_, e, entry_word);
+            return retired_error();
+        }
     }
     bool published = true;
     for (size_t s = 0; s < claimed.size() && published; ++s) {
@@ -268,6 +282,7 @@ Allocator::Released Allocator::release_entry(uint64_t entry_index, uint64_t word
 Status Allocator::del(const AttachmentKey& key) {
     LeaseGuard lease(store_);
     if (auto st = lease.acquire(); !st) return st.error();
+    if (store_.retired()) return retired_error();
     reap_dead_leases(store_);
     const Fingerprint fp = fingerprint(key.container_id, key.ifname);
     AttachmentIndex index = make_index(store_);
@@ -289,6 +304,9 @@ Status Allocator::del(const AttachmentKey& key) {
                 busy = true;  // a live ADD or DEL of the same attachment: let it finish
             }
         }
+        // A release journaled on a retired state may have missed the rebuild: say so, and the
+        // runtime's retry finds the attachment (or nothing) in the new state.
+        if (store_.retired()) return retired_error();
         if (!busy && !changed) return Ok{};
         if (busy || pass > 8) usleep(1000);  // look again, politely
     }
@@ -309,6 +327,7 @@ Expected<std::vector<AllocatedAddress>> Allocator::addresses_of(const Attachment
 }
 
 Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
+    if (store_.retired()) return retired_error();
     std::set<std::pair<uint64_t, uint64_t>> keep;
     for (const auto& k : valid) {
         const Fingerprint f = fingerprint(k.container_id, k.ifname);
@@ -334,6 +353,7 @@ Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
 }
 
 Status Allocator::status() {
+    reap_dead_leases(store_);  // STATUS sweeps what dead invocations left
     for (size_t s = 0; s < cfg_.range_sets.size(); ++s) {
         auto ok = can_serve(store_, cfg_.range_sets[s]);
         if (!ok) return ok.error();

@@ -81,12 +81,26 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     s->boot_id_ = shm::read_boot_id(cfg.boot_id_path.c_str());
     shm::IndexGeometry g{entries_for(cfg), cfg.block_prefix_v4, cfg.block_prefix_v6};
     const std::string index_path = s->dir_ + "/" + shm::IndexFile::kFileName;
-    if (!shm::file_exists(index_path)) {
-        if (auto st = s->create_index(cfg, g); !st) return st.error();
+    for (int attempt = 0;; ++attempt) {
+        if (!shm::file_exists(index_path)) {
+            if (auto st = s->create_index(cfg, g); !st) return st.error();
+        }
+        auto index = shm::IndexFile::open_existing(index_path, shm::Access::kReadWrite, &s->who_);
+        if (!index) {
+            if (index.error().code == Code::kIo && !shm::file_exists(index_path) && attempt < 3) {
+                continue;  // retired and removed between our two looks: rebuild
+            }
+            return index.error();
+        }
+        s->index_ = std::move(*index);
+        // An index from another boot (a run directory that is not tmpfs survived a reboot) holds
+        // sandboxes that cannot exist any more: retire it, and the rebuild reclaims them.
+        const bool other_boot =
+            std::memcmp(s->index_.header().boot_id, s->boot_id_.data(), 16) != 0;
+        if (other_boot) s->index_.retire();
+        if (!s->index_.retired() || attempt >= 3) break;
+        s->remove_retired_index();
     }
-    auto index = shm::IndexFile::open_existing(index_path, shm::Access::kReadWrite, &s->who_);
-    if (!index) return index.error();
-    s->index_ = std::move(*index);
     if (s->index_.header().epoch != s->epoch_) {
         s->blocks_.clear();  // another creator's index won: its blocks are the ones
         s->epoch_ = s->index_.header().epoch;
@@ -100,10 +114,25 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
                                                     std::to_string(h.block_prefix_v6) + ")");
     }
     if (s->index_.retired()) {
-        return make_error(Code::kArenaDamaged,
-                          "the network's index is retired: " + s->index_.path());
+        return make_error(Code::kTryAgainLater, "the network's state is being rebuilt",
+                          s->index_.path());
     }
     return s;
+}
+
+void NetworkStore::remove_retired_index() {
+    // Only a retired index is ever removed, and unlinking is safe under processes that map it:
+    // their mappings stay valid, and they see the retired flag at their next check.
+    if (!index_.retired()) return;
+    ::unlink((dir_ + "/" + shm::IndexFile::kFileName).c_str());
+}
+
+Error NetworkStore::retire(const std::string& why) {
+    index_.retire();
+    remove_retired_index();
+    return make_error(Code::kTryAgainLater,
+                      "the network's state was retired (" + why +
+                          "); the next invocation rebuilds it from the journal");
 }
 
 Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g) {
@@ -115,8 +144,8 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
     auto open_block = [this](const IpAddress& a, const shm::BlockFile::Prefill& fill) {
         return block_for(a, true, fill);
     };
-    auto created =
-        shm::IndexFile::open_or_create(dir_, g, who_, [&](shm::IndexFile& aside) -> Status {
+    auto created = shm::IndexFile::open_or_create(
+        dir_, g, who_, boot_id_, [&](shm::IndexFile& aside) -> Status {
             epoch_ = aside.header().epoch;
             blocks_.clear();
             aside.header().journal_tail = scan->next_sequence;
@@ -175,6 +204,9 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::s
     s->epoch_ = h.epoch;
     s->journal_ = std::make_unique<shm::Journal>(s->who_.data_dir + "/" + s->who_.network,
                                                  shm::SyncMode::kFdatasync);
+    s->self_ = shm::current_process();
+    s->boot_id_ = shm::read_boot_id();
+    s->tool_ = true;
     return s;
 }
 
@@ -201,10 +233,12 @@ Expected<shm::BlockFile*> NetworkStore::block_for(const IpAddress& a, bool creat
     }();
     if (!b) {
         if (b.error().code == Code::kOk) return static_cast<shm::BlockFile*>(nullptr);
+        const Code c = b.error().code;
+        const bool damaged =
+            c == Code::kArenaDamaged || c == Code::kArenaVersion || c == Code::kArenaForeign;
+        // A block of this index that cannot be trusted: never repaired in place under others.
+        if (damaged && access_ == shm::Access::kReadWrite && !tool_) return retire(b.error().msg);
         return b.error();
-    }
-    if (b->retired()) {
-        return make_error(Code::kArenaDamaged, "block arena is retired: " + b->path());
     }
     auto owned = std::make_unique<shm::BlockFile>(std::move(*b));
     shm::BlockFile* raw = owned.get();

@@ -26,6 +26,8 @@ class NetworkStore {
     // Opens an existing network's state directory (tools); no config needed.
     static Expected<std::unique_ptr<NetworkStore>> open_existing(const std::string& state_dir,
                                                                  shm::Access access);
+    // For repairs: the tool acts like an invocation (it may retire damaged state).
+    void act_as_invocation() { tool_ = false; }
 
     shm::IndexFile& index() { return index_; }
     shm::Journal& journal() { return *journal_; }
@@ -55,6 +57,11 @@ class NetworkStore {
 
     static std::string block_file_name(const IpAddress& base, int prefix, uint64_t epoch);
 
+    // Retires the network's state (a damaged block was found): marks the index retired, removes
+    // it, and returns the error to answer (code 11: the next invocation rebuilds).
+    Error retire(const std::string& why);
+    bool retired() { return index_.retired(); }
+
   private:
     NetworkStore() = default;
 
@@ -73,6 +80,8 @@ class NetworkStore {
 
     Status create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g);
     void remove_blocks_of_other_epochs();
+    void remove_retired_index();
+    bool tool_ = false;  // opened by shmipamctl: report damage, never act on it by itself
 };
 
 }  // namespace shmipam::engine

@@ -270,6 +270,25 @@ size_t reap_dead_leases(NetworkStore& store) {
     return n;
 }
 
+Expected<SweepReport> sweep(NetworkStore& store) {
+    SweepReport rep;
+    rep.dead_leases = reap_dead_leases(store);
+    shm::IndexFile& idx = store.index();
+    for (uint64_t e = 0; e < idx.entry_count(); ++e) {
+        const uint64_t w = shm::load_word(idx.entry(e).state);
+        if (heal_entry_if_orphaned(store, e, w)) ++rep.entries_healed;
+    }
+    auto blocks = store.all_blocks();
+    if (!blocks) return blocks.error();
+    for (shm::BlockFile* b : *blocks) {
+        for (uint64_t i = 0; i < b->slot_count(); ++i) {
+            const uint64_t w = slot_ops::load_state(*b, i);
+            if (heal_slot_if_orphaned(store, *b, i, w)) ++rep.slots_healed;
+        }
+    }
+    return rep;
+}
+
 void settle_own_work(NetworkStore& store, const shm::LeaseHandle& lease) {
     const uint64_t target = store.index().leases().target(lease.index);
     const uint64_t e_plus_one = shm::LeaseTable::target_entry_plus_one(target);

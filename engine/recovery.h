@@ -49,6 +49,15 @@ bool reap_if_dead(NetworkStore& store, uint32_t lease_index, uint64_t lease_word
 // Scans the lease table; returns how many dead leases it recovered.
 size_t reap_dead_leases(NetworkStore& store);
 
+// A full sweep (shmipamctl repair): dead leases, then every entry and slot left mid-transition
+// by an invocation that is gone, and allocations of tenancies that ended.
+struct SweepReport {
+    size_t dead_leases = 0;
+    size_t entries_healed = 0;
+    size_t slots_healed = 0;
+};
+Expected<SweepReport> sweep(NetworkStore& store);
+
 // Before an invocation frees its own lease: finish any work it leaves (an error path that did
 // not roll back), so a freed lease never names unfinished work.
 void settle_own_work(NetworkStore& store, const shm::LeaseHandle& lease);

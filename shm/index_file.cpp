@@ -25,8 +25,15 @@ bool IndexFile::retired() const {
     return load_word(header_->retired) != 0;
 }
 
+bool IndexFile::retire() {
+    uint64_t expected = 0;
+    return cas_word(header_->retired, expected, 1);
+}
+
 Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const IndexGeometry& g,
-                                              const FileIdentity& who, const Prefill& prefill) {
+                                              const FileIdentity& who,
+                                              const std::array<uint8_t, 16>& boot_id,
+                                              const Prefill& prefill) {
     const size_t bytes = file_bytes_for(g);
     auto created = create_published(dir, kFileName, bytes, [&](std::span<std::byte> mem) -> Status {
         auto* h = reinterpret_cast<IndexHeader*>(mem.data());
@@ -44,8 +51,7 @@ Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const Inde
         h->created_unix_ns = unix_ns();
         std::random_device rd;
         h->epoch = (uint64_t(rd()) << 32) ^ rd() ^ unix_ns();
-        auto boot = read_boot_id();
-        std::memcpy(h->boot_id, boot.data(), 16);
+        std::memcpy(h->boot_id, boot_id.data(), 16);
         if (!copy_fixed(h->data_dir, sizeof h->data_dir, who.data_dir) ||
             !copy_fixed(h->network, sizeof h->network, who.network)) {
             return make_error(Code::kInvalidConfig, "dataDir or network name too long");

@@ -1,6 +1,7 @@
 // A network's index file: header page, lease table, attachment entries (format.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -28,7 +29,9 @@ class IndexFile {
     // the first moment the index exists.
     using Prefill = std::function<Status(IndexFile&)>;
     static Expected<IndexFile> open_or_create(const std::string& dir, const IndexGeometry& g,
-                                              const FileIdentity& who, const Prefill& prefill);
+                                              const FileIdentity& who,
+                                              const std::array<uint8_t, 16>& boot_id,
+                                              const Prefill& prefill);
     // Maps an existing index (tools); `who` may be null to accept any owner.
     static Expected<IndexFile> open_existing(const std::string& path, Access access,
                                              const FileIdentity* who);
@@ -42,6 +45,9 @@ class IndexFile {
     const LeaseTable& leases() const { return leases_; }
     const std::string& path() const { return map_.path(); }
     bool retired() const;
+    // Marks the index retired (one CAS: true for the one caller that did it). Every operation
+    // rechecks the flag; the winner then moves the file aside so the next open rebuilds.
+    bool retire();
 
   private:
     Status bind(std::byte* base, size_t size, const std::string& path, const FileIdentity* who);

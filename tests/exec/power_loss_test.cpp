@@ -190,5 +190,23 @@ TEST(Reboot, ManyProcessesStartingAtOnceRebuildOnceAndReclaim) {
     EXPECT_EQ(before, 0u) << "pre-reboot sandboxes hold nothing after the reboot";
 }
 
+TEST(Reboot, ARunDirectoryThatSurvivesARebootIsRetiredAndRebuilt) {
+    // runDir on disk, not tmpfs: the arena outlives the reboot, but its sandboxes do not.
+    TempDir dir;
+    write_file(dir.sub("boot_id"), "aaaaaaaa-0000-0000-0000-000000000001\n");
+    json cfg = make_config(dir.path(), "persist", "1.1.0", "10.72.0.0/24");
+    cfg["ipam"]["bootIdFile"] = dir.sub("boot_id");
+    cfg["ipam"]["reclaimOnReboot"] = true;
+    const std::string config = cfg.dump();
+    ASSERT_EQ(run_plugin(cni_env("ADD", "old"), config).exit_code, 0);
+    write_file(dir.sub("boot_id"), "bbbbbbbb-0000-0000-0000-000000000002\n");
+    auto r = run_plugin(cni_env("ADD", "new"), config);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.json()["ips"][0]["address"], "10.72.0.2/24") << "the old sandbox's address is free";
+    auto check = run_plugin(cni_env("CHECK", "old"), config);
+    EXPECT_EQ(check.json()["code"], 110) << check.out;
+    EXPECT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "persist"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace shmipam::testing
