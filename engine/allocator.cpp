@@ -294,7 +294,9 @@ Status Allocator::del(const AttachmentKey& key) {
             if (w.state == EntryState::kCommitted) {
                 const Released r = release_entry(e.index, e.word, lease.handle());
                 if (r == Released::kIo) {
-                    return make_error(Code::kIo, "cannot open a block arena of the network",
+                    return make_error(Code::kIo,
+                                      "cannot complete the release: the journal cannot be "
+                                      "written or a block arena cannot be opened",
                                       store_.dir());
                 }
                 if (r == Released::kChanged) changed = true;
@@ -345,7 +347,10 @@ Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
         if (!f || keep.count({f->fp1, f->fp2}) != 0) continue;
         const Released r = release_entry(i, w, lease.handle());
         if (r == Released::kIo) {
-            return make_error(Code::kIo, "cannot open a block arena of the network", store_.dir());
+            return make_error(Code::kIo,
+                              "cannot complete a release: the journal cannot be written or a "
+                              "block arena cannot be opened",
+                              store_.dir());
         }
         if (r == Released::kDone) ++out.released;
     }

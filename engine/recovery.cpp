@@ -163,7 +163,19 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
             format::JournalOp::kRelease, r.address, store.block_prefix(r.address.family), r.set,
             SlotWord::decode(r.word).gen + 1, fp, text, store.boot_id(), now_unix));
     }
-    if (!store.journal().append(store.index().header().journal_tail, records)) return false;
+    if (!store.journal().append(store.index().header().journal_tail, records)) {
+        // Not journaled, so not released: a release may only complete once its record is
+        // durable. Undo it (nothing was published as free) and let the caller report the error.
+        for (const auto& r : slots) {
+            uint64_t w = r.word;
+            shm::cas_word(r.block->slot(r.slot).state, w,
+                          SlotWord::allocated(r.word, entry_index, ew.gen));
+        }
+        uint64_t w = entry_word;
+        shm::cas_word(store.index().entry(entry_index).state, w,
+                      EntryWord::next(entry_word, EntryState::kCommitted, ew.fp16));
+        return false;
+    }
     // 3. COOLING, then the entry is done.
     const uint64_t now = shm::boot_ns();
     for (const auto& r : slots) {

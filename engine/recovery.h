@@ -24,7 +24,9 @@ namespace shmipam::engine {
 bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
 
 // Complete a release observed as `entry_word` (RELEASING): every slot of this tenancy goes to
-// COOLING, then the entry is retired. False when a block could not be opened.
+// RELEASING, the releases are journaled, the slots go to COOLING, the entry is retired. False
+// when a block could not be opened, or when the journal could not be written: then the release
+// is undone (slots ALLOCATED, entry COMMITTED again) since it may only complete once journaled.
 bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
 
 // Whether the holder of lease (index, low 16 bits of its generation) is gone: the lease was
