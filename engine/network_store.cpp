@@ -11,6 +11,7 @@
 #include "engine/migration.h"
 #include "engine/rebuild.h"
 #include "shm/clock.h"
+#include "shm/fault_point.h"
 
 namespace shmipam::engine {
 
@@ -129,6 +130,7 @@ void NetworkStore::remove_retired_index() {
 
 Error NetworkStore::retire(const std::string& why) {
     index_.retire();
+    SHMIPAM_FAULT("retire.after_flag");
     remove_retired_index();
     return make_error(Code::kTryAgainLater,
                       "the network's state was retired (" + why +

@@ -33,6 +33,7 @@ inline constexpr std::string_view kAllPoints[] = {
     "heal.after_retire",         // a healer retired a CLAIMING entry, slots not rolled back
     "heal.after_slot_rollback",  // a healer rolled back one slot
     "reap.before_free",          // a dead lease's work healed, lease not yet freed
+    "retire.after_flag",         // the state marked retired, the index not yet removed
     "journal.after_reserve",     // journal records reserved, not written
     "journal.after_sync",        // journal records durable, the transition not yet made
     "create.after_allocate",     // a state file built aside, not yet initialised

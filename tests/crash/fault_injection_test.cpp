@@ -75,10 +75,22 @@ TEST_P(FaultInjection, NothingIsLostDuplicatedOrStuck) {
     const bool on_create = point.rfind("create.", 0) == 0;
     const bool on_del = point.rfind("del.", 0) == 0;
     const bool on_heal = point.rfind("heal.", 0) == 0 || point.rfind("reap.", 0) == 0;
+    const bool on_retire = point.rfind("retire.", 0) == 0;
 
     if (!on_create) ASSERT_EQ(plugin("ADD", "before").exit_code, 0);
     if (on_del) ASSERT_EQ(plugin("ADD", "victim").exit_code, 0);
-    if (on_heal) {
+    if (on_retire) {
+        // A damaged block makes the next ADD retire the state; it dies right after the flag.
+        std::string block;
+        for (const auto& f : std::filesystem::directory_iterator(dir.sub("run/crash"))) {
+            if (f.path().extension() == ".blk") block = f.path();
+        }
+        ASSERT_FALSE(block.empty());
+        std::string bytes = read_file(block);
+        bytes[40] ^= 0x01;
+        write_file(block, bytes);
+        expect_died(plugin("ADD", "victim", point));
+    } else if (on_heal) {
         // A victim dies with both slots published, then a healer dies while healing it.
         expect_died(plugin("ADD", "victim", "add.before_commit"));
         expect_died(plugin("ADD", "healer", point));
