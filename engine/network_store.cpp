@@ -106,7 +106,18 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
         s->blocks_.clear();  // another creator's index won: its blocks are the ones
         s->epoch_ = s->index_.header().epoch;
     }
-    if (s->creation_.created) s->remove_blocks_of_other_epochs();
+    if (s->creation_.created) {
+        s->remove_blocks_of_other_epochs();
+        // The creator whose rebuilt index was published (its epoch is the one mapped) compacts
+        // what it replayed: a checkpoint of the newest record per address, then the old
+        // segments go. Appends from now on are past what it covers.
+        if (s->creation_.rebuilt && s->index_.header().epoch == s->epoch_) {
+            const bool sync = s->journal_->mode() != shm::SyncMode::kNone;
+            s->creation_.compacted = bool(shm::Journal::compact(
+                cfg.journal_dir(), s->pending_covered_, s->pending_checkpoint_, sync));
+        }
+        s->pending_checkpoint_.clear();
+    }
     const auto& h = s->index_.header();
     if (h.block_prefix_v4 != cfg.block_prefix_v4 || h.block_prefix_v6 != cfg.block_prefix_v6) {
         return make_error(Code::kInvalidConfig, "blockSize differs from the one network \"" +
@@ -159,6 +170,8 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
                 creation_.rebuilt = true;
                 creation_.rebuilt_addresses = stats->addresses;
                 creation_.reclaimed_after_reboot = stats->reclaimed_after_reboot;
+                pending_checkpoint_ = std::move(stats->newest);
+                pending_covered_ = scan->next_sequence;
                 return Ok{};
             }
             if (auto st = import_host_local(cfg, aside, open_block, boot_id_, &imported); !st)

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "engine/ip_address.h"
 #include "engine/network_config.h"
@@ -39,6 +40,7 @@ class NetworkStore {
         size_t imported = 0;
         size_t rebuilt_addresses = 0;
         size_t reclaimed_after_reboot = 0;
+        bool compacted = false;
     };
     const Creation& creation() const { return creation_; }
     const shm::ProcessIdentity& self() const { return self_; }
@@ -81,7 +83,10 @@ class NetworkStore {
     Status create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g);
     void remove_blocks_of_other_epochs();
     void remove_retired_index();
-    bool tool_ = false;  // opened by shmipamctl: report damage, never act on it by itself
+    bool tool_ = false;
+    std::vector<format::JournalRecord> pending_checkpoint_;  // a rebuild's replay, to compact
+    uint64_t pending_covered_ =
+        0;  // opened by shmipamctl: report damage, never act on it by itself
 };
 
 }  // namespace shmipam::engine

@@ -41,6 +41,7 @@ Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
     std::map<size_t, const JournalRecord*> last_alloc_in_set;    // for the cursors
     const uint64_t reuse_ns = cfg.reuse_delay_ms * 1'000'000;
     for (const auto& [key, r] : latest) {
+        stats.newest.push_back(*r);
         const IpAddress a = record_address(*r);
         const auto op = JournalOp(r->op);
         if (op == JournalOp::kAlloc) {

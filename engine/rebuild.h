@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <vector>
 
 #include "engine/aside_builder.h"
 #include "engine/network_config.h"
@@ -22,6 +23,7 @@
 namespace shmipam::engine {
 
 struct RebuildStats {
+    std::vector<format::JournalRecord> newest;  // the winning record of every address
     size_t attachments = 0;
     size_t addresses = 0;
     size_t reclaimed_after_reboot = 0;

@@ -36,6 +36,7 @@ inline constexpr std::string_view kAllPoints[] = {
     "retire.after_flag",         // the state marked retired, the index not yet removed
     "journal.after_reserve",     // journal records reserved, not written
     "journal.after_sync",        // journal records durable, the transition not yet made
+    "checkpoint.after_publish",  // a checkpoint published, old segments not yet dropped
     "create.after_allocate",     // a state file built aside, not yet initialised
     "create.before_publish",     // a state file initialised aside, not yet linked
 };

@@ -274,4 +274,10 @@ struct JournalRecord {
 static_assert(sizeof(JournalRecord) == 256);
 inline constexpr uint64_t kJournalSegmentBytes = kJournalRecordsPerSegment * sizeof(JournalRecord);
 
+// Checkpoint: <dataDir>/<network>/shmipam-checkpoint.<covered, 16 decimal digits>: the newest
+// record of every address among records [0, covered), packed (each keeps its own sequence).
+// Written aside and published when a rebuild has replayed the journal; then the segments wholly
+// below `covered` are dropped. Readers take the newest checkpoint plus every segment.
+inline constexpr char kCheckpointPrefix[] = "shmipam-checkpoint.";
+
 }  // namespace shmipam::format

@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "shm/atomic_word.h"
 #include "shm/crc32c.h"
@@ -116,50 +118,145 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records) {
     return Ok{};
 }
 
-Expected<Journal::ScanResult> Journal::scan(const std::string& dir) {
-    ScanResult out;
+namespace {
+
+struct Listing {
+    std::vector<uint64_t> segments;
+    std::vector<uint64_t> checkpoints;  // covered values
+};
+
+Expected<Listing> list_journal(const std::string& dir) {
+    Listing out;
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) {
         if (errno == ENOENT) return out;
         return make_error(Code::kIo,
                           "cannot read journal directory " + dir + ": " + std::strerror(errno));
     }
-    std::vector<uint64_t> segments;
     const size_t plen = std::strlen(format::kJournalPrefix);
+    const size_t clen = std::strlen(format::kCheckpointPrefix);
     while (dirent* ent = ::readdir(d)) {
         const std::string n = ent->d_name;
-        if (n.size() != plen + 8 || n.compare(0, plen, format::kJournalPrefix) != 0) continue;
-        if (n.find_first_not_of("0123456789", plen) != std::string::npos) continue;
-        segments.push_back(std::stoull(n.substr(plen)));
-    }
-    ::closedir(d);
-    std::sort(segments.begin(), segments.end());
-    std::vector<JournalRecord> buf(kJournalRecordsPerSegment);
-    for (uint64_t seg : segments) {
-        const std::string path = dir + "/" + segment_name(seg);
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
-        std::memset(buf.data(), 0, kJournalSegmentBytes);
-        const ssize_t n = ::pread(fd, buf.data(), kJournalSegmentBytes, 0);
-        ::close(fd);
-        if (n < 0)
-            return make_error(Code::kIo, "cannot read " + path + ": " + std::strerror(errno));
-        ++out.segments;
-        // A truncated segment reads as zeros past its end: those slots are simply empty.
-        for (uint64_t k = 0; k < kJournalRecordsPerSegment; ++k) {
-            const JournalRecord& r = buf[k];
-            if (all_zero(r)) continue;
-            const uint64_t seq = seg * kJournalRecordsPerSegment + k;
-            if (!record_valid(r, seq)) {
-                ++out.invalid;
-                continue;
-            }
-            out.records.push_back(r);
-            out.next_sequence = std::max(out.next_sequence, seq + 1);
+        if (n.size() == plen + 8 && n.compare(0, plen, format::kJournalPrefix) == 0 &&
+            n.find_first_not_of("0123456789", plen) == std::string::npos) {
+            out.segments.push_back(std::stoull(n.substr(plen)));
+        } else if (n.size() == clen + 16 && n.compare(0, clen, format::kCheckpointPrefix) == 0 &&
+                   n.find_first_not_of("0123456789", clen) == std::string::npos) {
+            out.checkpoints.push_back(std::stoull(n.substr(clen)));
         }
     }
+    ::closedir(d);
+    std::sort(out.segments.begin(), out.segments.end());
+    std::sort(out.checkpoints.begin(), out.checkpoints.end());
     return out;
+}
+
+std::string checkpoint_name(uint64_t covered) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%016llu", format::kCheckpointPrefix,
+                  (unsigned long long)covered);
+    return buf;
+}
+
+// Reads a whole file; nullopt when it vanished (a concurrent compaction removed it).
+Expected<std::optional<std::vector<JournalRecord>>> read_records(const std::string& path,
+                                                                 size_t max_records) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return std::optional<std::vector<JournalRecord>>();
+        return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+    }
+    std::vector<JournalRecord> buf(max_records);
+    const ssize_t n = ::pread(fd, buf.data(), max_records * sizeof(JournalRecord), 0);
+    const int err = errno;
+    ::close(fd);
+    if (n < 0) return make_error(Code::kIo, "cannot read " + path + ": " + std::strerror(err));
+    buf.resize(size_t(n) / sizeof(JournalRecord));  // a torn tail record is dropped
+    return std::optional<std::vector<JournalRecord>>(std::move(buf));
+}
+
+}  // namespace
+
+Expected<Journal::ScanResult> Journal::scan(const std::string& dir) {
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        auto listing = list_journal(dir);
+        if (!listing) return listing.error();
+        ScanResult out;
+        bool vanished = false;
+        if (!listing->checkpoints.empty()) {
+            const uint64_t covered = listing->checkpoints.back();
+            const std::string path = dir + "/" + checkpoint_name(covered);
+            struct stat sb {};
+            const size_t max =
+                ::stat(path.c_str(), &sb) == 0 ? size_t(sb.st_size) / sizeof(JournalRecord) : 0;
+            auto recs = read_records(path, max);
+            if (!recs) return recs.error();
+            if (!*recs) {
+                vanished = true;
+            } else {
+                for (const JournalRecord& r : **recs) {
+                    if (r.sequence < covered && record_valid(r, r.sequence)) {
+                        out.records.push_back(r);
+                    } else {
+                        ++out.invalid;
+                    }
+                }
+                out.next_sequence = covered;
+            }
+        }
+        for (uint64_t seg : listing->segments) {
+            if (vanished) break;
+            auto recs = read_records(dir + "/" + segment_name(seg), kJournalRecordsPerSegment);
+            if (!recs) return recs.error();
+            if (!*recs) {
+                vanished = true;
+                break;
+            }
+            ++out.segments;
+            // A truncated segment reads short: the slots past its end are simply empty.
+            for (uint64_t k = 0; k < (**recs).size(); ++k) {
+                const JournalRecord& r = (**recs)[k];
+                if (all_zero(r)) continue;
+                const uint64_t seq = seg * kJournalRecordsPerSegment + k;
+                if (!record_valid(r, seq)) {
+                    ++out.invalid;
+                    continue;
+                }
+                out.records.push_back(r);
+                out.next_sequence = std::max(out.next_sequence, seq + 1);
+            }
+        }
+        if (!vanished) return out;
+    }
+    return make_error(Code::kTryAgainLater, "the journal kept changing while it was read", dir);
+}
+
+Status Journal::compact(const std::string& dir, uint64_t covered,
+                        const std::vector<JournalRecord>& records, bool sync) {
+    if (covered < kJournalRecordsPerSegment) return Ok{};  // nothing a checkpoint would free
+    const std::string name = checkpoint_name(covered);
+    const size_t bytes = std::max<size_t>(1, records.size()) * sizeof(JournalRecord);
+    auto made = create_published(dir, name, bytes, [&](std::span<std::byte> mem) -> Status {
+        std::memcpy(mem.data(), records.data(), records.size() * sizeof(JournalRecord));
+        return Ok{};
+    });
+    if (!made) return made.error();
+    if (sync) {
+        if (auto st = fsync_path(dir + "/" + name, O_RDONLY); !st) return st;
+        if (auto st = fsync_path(dir, O_RDONLY | O_DIRECTORY); !st) return st;
+    }
+    SHMIPAM_FAULT("checkpoint.after_publish");
+    auto listing = list_journal(dir);
+    if (!listing) return listing.error();
+    for (uint64_t seg : listing->segments) {
+        if ((seg + 1) * kJournalRecordsPerSegment <= covered) {
+            ::unlink((dir + "/" + segment_name(seg)).c_str());
+        }
+    }
+    for (uint64_t c : listing->checkpoints) {
+        if (c < covered) ::unlink((dir + "/" + checkpoint_name(c)).c_str());
+    }
+    return Ok{};
 }
 
 }  // namespace shmipam::shm

@@ -37,8 +37,15 @@ class Journal {
         uint64_t invalid = 0;                        // written-looking slots that failed checks
         uint64_t segments = 0;
     };
-    // Reads every segment of the journal in dir (no journal: empty result).
+    // Reads the newest checkpoint and every segment of the journal in dir (no journal: empty
+    // result). A segment removed by a concurrent compaction makes it start over.
     static Expected<ScanResult> scan(const std::string& dir);
+
+    // Compaction: writes `records` (the newest per address among [0, covered)) as a checkpoint,
+    // aside then published, durable when `sync`; then drops segments wholly below `covered` and
+    // older checkpoints. A crash anywhere leaves a readable journal (extra files at worst).
+    static Status compact(const std::string& dir, uint64_t covered,
+                          const std::vector<format::JournalRecord>& records, bool sync);
 
     static std::string segment_name(uint64_t segment);
     static bool record_valid(const format::JournalRecord& r, uint64_t expected_sequence);

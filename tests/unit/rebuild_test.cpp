@@ -169,5 +169,42 @@ TEST_F(RebuildTest, AnAttachmentThatLostSomeRecordsIsKeptFlaggedAndRefusedOnRepe
     EXPECT_EQ(addresses("b").size(), 2u);
 }
 
+TEST_F(RebuildTest, ARebuildCompactsTheJournalAndLaterRebuildsReadTheCheckpoint) {
+    // Enough churn to fill two segments, then a lost arena.
+    ASSERT_TRUE(alloc->add(testing::add_request("keep")));
+    for (int i = 0; i < 2100; ++i) {
+        const std::string id = "churn" + std::to_string(i % 50);
+        ASSERT_TRUE(alloc->add(testing::add_request(id)));
+        ASSERT_TRUE(alloc->del({id, "eth0"}));
+    }
+    ASSERT_TRUE(alloc->add(testing::add_request("late")));
+    const auto keep = addresses("keep"), late = addresses("late");
+    auto segments = [&] {
+        size_t n = 0;
+        for (const auto& f : std::filesystem::directory_iterator(cfg.journal_dir())) {
+            n += f.path().filename().string().rfind(format::kJournalPrefix, 0) == 0;
+        }
+        return n;
+    };
+    const size_t before = segments();
+    ASSERT_GE(before, 3u);
+    lose_arena();
+    open();
+    EXPECT_TRUE(store->creation().compacted);
+    EXPECT_LT(segments(), before) << "segments wholly covered by the checkpoint are dropped";
+    EXPECT_EQ(addresses("keep"), keep);
+    EXPECT_EQ(addresses("late"), late);
+    // More work, then another loss: checkpoint + remaining segments give the same state.
+    ASSERT_TRUE(alloc->add(testing::add_request("after")));
+    ASSERT_TRUE(alloc->del({"keep", "eth0"}));
+    const auto after = addresses("after");
+    lose_arena();
+    open();
+    EXPECT_TRUE(addresses("keep").empty());
+    EXPECT_EQ(addresses("late"), late);
+    EXPECT_EQ(addresses("after"), after);
+    testing::expect_verify_clean(*store);
+}
+
 }  // namespace
 }  // namespace shmipam::engine
