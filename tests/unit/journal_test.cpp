@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "engine/journal_records.h"
+#include "shm/crc32c.h"
 #include "tests/support/temp_dir.h"
 
 namespace shmipam {
@@ -107,6 +108,22 @@ TEST(Journal, ForeignAndTruncatedSegmentsDoNotBreakTheScan) {
     ASSERT_TRUE(scan);
     EXPECT_TRUE(scan->records.empty());
     EXPECT_GT(scan->invalid, 0u);
+}
+
+}  // namespace
+}  // namespace shmipam
+
+namespace shmipam {
+namespace {
+
+TEST(Crc32c, MatchesTheStandardCheckValues) {
+    // RFC 3720 (iSCSI) test vectors and the common "123456789" check value.
+    EXPECT_EQ(shm::crc32c("123456789", 9), 0xE3069283u);
+    const std::string zeros(32, '\0');
+    EXPECT_EQ(shm::crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
+    const std::string ones(32, '\xff');
+    EXPECT_EQ(shm::crc32c(ones.data(), ones.size()), 0x62A8AB43u);
+    EXPECT_EQ(shm::crc32c("", 0), 0u);
 }
 
 }  // namespace
