@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "engine/attachment_index.h"
@@ -329,22 +330,53 @@ Expected<std::vector<AllocatedAddress>> Allocator::addresses_of(const Attachment
 }
 
 Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
-    if (store_.retired()) return retired_error();
     std::set<std::pair<uint64_t, uint64_t>> keep;
     for (const auto& k : valid) {
         const Fingerprint f = fingerprint(k.container_id, k.ifname);
         keep.insert({f.fp1, f.fp2});
     }
+    auto released = release_where(
+        [&](const format::Entry&, const Fingerprint& f) { return keep.count({f.fp1, f.fp2}) == 0; },
+        false);
+    if (!released) return released.error();
+    return GcOutcome{released->size()};
+}
+
+namespace {
+
+ReleasedAttachment view_of(const format::Entry& e) {
+    ReleasedAttachment r;
+    r.container_id = std::string(e.container_id, strnlen(e.container_id, sizeof e.container_id));
+    r.ifname = std::string(e.ifname, strnlen(e.ifname, sizeof e.ifname));
+    r.pod = std::string(e.pod, strnlen(e.pod, sizeof e.pod));
+    for (size_t k = 0; k < std::min<size_t>(e.ref_count, format::kMaxRangeSets); ++k) {
+        if (e.refs[k].family == 4 || e.refs[k].family == 6) r.addresses.push_back(ref_address(e.refs[k]));
+    }
+    return r;
+}
+
+}  // namespace
+
+Expected<std::vector<ReleasedAttachment>> Allocator::release_where(const EntryFilter& filter,
+                                                                   bool dry_run) {
+    if (store_.retired()) return retired_error();
     LeaseGuard lease(store_);
-    if (auto st = lease.acquire(); !st) return st.error();
-    reap_dead_leases(store_);
-    GcOutcome out;
+    if (!dry_run) {
+        if (auto st = lease.acquire(); !st) return st.error();
+        reap_dead_leases(store_);
+    }
+    std::vector<ReleasedAttachment> out;
     shm::IndexFile& idx = store_.index();
     for (uint64_t i = 0; i < idx.entry_count(); ++i) {
         const uint64_t w = shm::load_word(idx.entry(i).state);
         if (EntryWord::decode(w).state != EntryState::kCommitted) continue;
         auto f = AttachmentIndex::read_fp(idx.entry(i), w);
-        if (!f || keep.count({f->fp1, f->fp2}) != 0) continue;
+        if (!f || !filter(idx.entry(i), *f)) continue;
+        ReleasedAttachment view = view_of(idx.entry(i));
+        if (dry_run) {
+            out.push_back(std::move(view));
+            continue;
+        }
         const Released r = release_entry(i, w, lease.handle());
         if (r == Released::kIo) {
             return make_error(Code::kIo,
@@ -352,9 +384,32 @@ Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
                               "block arena cannot be opened",
                               store_.dir());
         }
-        if (r == Released::kDone) ++out.released;
+        if (r == Released::kDone) out.push_back(std::move(view));
     }
     return out;
+}
+
+Expected<std::vector<ReleasedAttachment>> Allocator::release_address(const IpAddress& address,
+                                                                     bool dry_run) {
+    auto block = store_.block_for(address, false);
+    if (!block) return block.error();
+    std::vector<ReleasedAttachment> none;
+    if (*block == nullptr) return none;
+    const shm::SlotWord sw = shm::SlotWord::decode(slot_ops::load_state(**block, store_.slot_of(address)));
+    if (sw.state != format::SlotState::kAllocated || sw.owner_entry() >= store_.index().entry_count()) {
+        return none;
+    }
+    // Release the owner only in the tenancy that holds the address now: the generation check
+    // that keeps a concurrent DEL + ADD of the address safe.
+    const uint64_t owner = sw.owner_entry();
+    const uint64_t word = shm::load_word(store_.index().entry(owner).state);
+    const uint16_t tenancy = EntryWord::decode(word).gen;
+    return release_where(
+        [&, word](const format::Entry& e, const Fingerprint&) {
+            return &e == &store_.index().entry(owner) && sw.owned_by(owner, tenancy) &&
+                   shm::load_word(e.state) == word;
+        },
+        dry_run);
 }
 
 Status Allocator::status() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,15 @@ struct GcOutcome {
     size_t released = 0;
 };
 
+// An attachment an operator's release (or GC) let go of, or would in a dry run.
+struct ReleasedAttachment {
+    std::string container_id;
+    std::string ifname;
+    std::string pod;
+    std::vector<IpAddress> addresses;
+};
+using EntryFilter = std::function<bool(const format::Entry&, const Fingerprint&)>;
+
 class Allocator {
   public:
     Allocator(NetworkStore& store, const NetworkConfig& cfg) : store_(store), cfg_(cfg) {}
@@ -47,6 +57,14 @@ class Allocator {
     Expected<GcOutcome> gc(const std::vector<AttachmentKey>& valid);
     // kUnavailable when some range set could not serve an ADD.
     Status status();
+
+    // Operator releases (shmipamctl). Each attachment is released with a CAS from the word it
+    // was seen with, so one re-claimed meanwhile is never touched. Dry run: only report.
+    Expected<std::vector<ReleasedAttachment>> release_where(const EntryFilter& filter,
+                                                            bool dry_run);
+    // The attachment holding `address` (all of its addresses), if it still holds it.
+    Expected<std::vector<ReleasedAttachment>> release_address(const IpAddress& address,
+                                                              bool dry_run);
 
   private:
     // The addresses of the entry, read consistently with its state being entry_word.

@@ -93,6 +93,7 @@ Expected<NetworkDump> dump(NetworkStore& store) {
                 ++bv.in_use;
             SlotView v;
             v.address = IpAddress{base.value + i, base.family};
+            v.block = bv.cidr;
             v.state = slot_state_name(sw.state);
             v.generation = sw.gen;
             const format::Slot& s = b->slot(i);

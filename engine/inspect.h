@@ -13,6 +13,7 @@ namespace shmipam::engine {
 
 struct SlotView {
     IpAddress address;
+    std::string block;  // the block's CIDR
     std::string state;  // free, claiming, allocated, releasing, cooling, reserved, sticky
     uint32_t generation = 0;
     int32_t holder_pid = 0;  // claiming / releasing: the lease holder's pid

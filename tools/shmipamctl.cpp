@@ -1,148 +1,88 @@
-// shmipamctl: the operator's tool. A thin shell over engine/inspect: it maps a network's state
-// read-only, renders it, and exits 0 (clean), 1 (violations found) or 2 (cannot read).
+// shmipamctl: the operator's tool. Reads arenas without locks (never slowing ADDs down), and
+// changes state only through the same CAS protocol as the plugin. Exit codes: 0 clean or done,
+// 1 violations found (or a dry run found work), 2 cannot read.
 #include <CLI/CLI.hpp>
-#include <cerrno>
-#include <cstring>
-#include <ctime>
 #include <iostream>
 
-#include "engine/inspect.h"
-#include "engine/network_store.h"
-#include "engine/recovery.h"
-#include "shm/process_identity.h"
-#include "tools/render_text.h"
+#include "tools/verbs.h"
 
-using namespace shmipam;
-
-namespace {
-
-constexpr int kExitViolations = 1;
-constexpr int kExitCannotRead = 2;
-
-Expected<std::unique_ptr<engine::NetworkStore>> open_network(const std::string& run_dir,
-                                                             const std::string& network) {
-    if (network.empty() || network.find('/') != std::string::npos || network[0] == '.') {
-        return make_error(Code::kInvalidConfig, "invalid network name \"" + network + "\"");
-    }
-    return engine::NetworkStore::open_existing(run_dir + "/" + network, shm::Access::kReadOnly);
-}
-
-int cannot_read(const Error& e) {
-    std::cerr << "shmipamctl: " << e.msg << (e.details.empty() ? "" : " (" + e.details + ")")
-              << "\n";
-    return kExitCannotRead;
-}
-
-}  // namespace
-
-int run(int argc, char** argv);
-
-// repair: a damaged index is moved aside; damaged blocks retire the state; dead invocations'
-// leftovers are healed. The next plugin invocation rebuilds retired state from the journal.
-int repair(const std::string& run_dir, const std::string& network, bool apply) {
-    const std::string dir = run_dir + "/" + network;
-    const std::string index_path = dir + "/" + shm::IndexFile::kFileName;
-    auto store = engine::NetworkStore::open_existing(dir, shm::Access::kReadWrite);
-    if (!store) {
-        const Code c = store.error().code;
-        if (c != Code::kArenaDamaged && c != Code::kArenaVersion && c != Code::kArenaForeign) {
-            return cannot_read(store.error());
-        }
-        std::cout << "index unusable: " << store.error().msg << "\n"
-                  << (apply ? "moved" : "would move") << " it aside to index.damaged.<time>; the "
-                  << "next invocation rebuilds the network from its journal\n";
-        if (!apply) return kExitViolations;
-        const std::string aside = index_path + ".damaged." + std::to_string(::time(nullptr));
-        if (::rename(index_path.c_str(), aside.c_str()) != 0) {
-            std::cerr << "shmipamctl: cannot move " << index_path << ": " << std::strerror(errno)
-                      << "\n";
-            return kExitCannotRead;
-        }
-        return 0;
-    }
-    auto blocks = (*store)->all_blocks();
-    if (!blocks) {
-        std::cout << "block unusable: " << blocks.error().msg << "\n"
-                  << (apply ? "retired" : "would retire") << " the network's state; the next "
-                  << "invocation rebuilds it from its journal\n";
-        if (!apply) return kExitViolations;
-        (*store)->act_as_invocation();
-        (void)(*store)->retire("shmipamctl repair: " + blocks.error().msg);
-        return 0;
-    }
-    auto before = engine::verify(**store);
-    if (!before) return cannot_read(before.error());
-    for (const auto& v : before->violations)
-        std::cout << "found " << v.kind << ": " << v.detail << "\n";
-    if (!apply) {
-        std::cout << (before->violations.empty() ? "nothing to repair\n"
-                                                 : "run with --apply to heal these\n");
-        return before->violations.empty() ? 0 : kExitViolations;
-    }
-    (*store)->act_as_invocation();
-    auto swept = engine::sweep(**store);
-    if (!swept) return cannot_read(swept.error());
-    std::cout << "reaped " << swept->dead_leases << " dead leases, healed " << swept->entries_healed
-              << " attachments and " << swept->slots_healed << " addresses\n";
-    auto after = engine::verify(**store);
-    if (!after) return cannot_read(after.error());
-    std::cout << tools::verify_to_text(*after);
-    return after->violations.empty() ? 0 : kExitViolations;
-}
+using namespace shmipam::tools;
 
 int main(int argc, char** argv) {
     try {
-        return run(argc, argv);
+        CLI::App app{"shmipamctl: see, check and repair shmipam's address state on this node"};
+        app.require_subcommand(1);
+        Options o;
+        app.add_option("--run-dir", o.run_dir, "where the arenas live (the ipam runDir)")
+            ->capture_default_str();
+        auto net = [&](CLI::App* c, bool required = true) {
+            auto* opt = c->add_option("network", o.network, "network name");
+            if (required) opt->required();
+        };
+        auto json_flag = [&](CLI::App* c) { c->add_flag("--json", o.json, "print JSON"); };
+
+        auto* ls = app.add_subcommand("ls", "networks, their blocks and utilisation");
+        json_flag(ls);
+        auto* dump = app.add_subcommand("dump", "every address that is not free, and to whom");
+        net(dump);
+        json_flag(dump);
+        dump->add_option("--state", o.state, "only this state (allocated, cooling, claiming, ...)");
+        dump->add_option("--container", o.container, "only containers whose id starts so");
+        dump->add_option("--pod", o.pod, "only this pod (namespace/name)");
+        dump->add_option("--address", o.address, "only this address");
+        auto* verify = app.add_subcommand("verify", "check every invariant of the network's state");
+        net(verify);
+        json_flag(verify);
+        auto* repair = app.add_subcommand(
+            "repair", "heal what dead invocations left; retire damaged state so it is rebuilt from "
+                      "the journal (dry run unless --apply)");
+        net(repair);
+        repair->add_flag("--apply", o.apply, "make the changes");
+        auto* release = app.add_subcommand(
+            "release", "release attachments by address, container or pod (dry run unless --apply)");
+        net(release);
+        json_flag(release);
+        release->add_option("--address", o.address, "the attachment holding this address");
+        release->add_option("--container", o.container, "this container id");
+        release->add_option("--ifname", o.ifname, "with --container: only this interface");
+        release->add_option("--pod", o.pod, "every attachment of this pod (namespace/name)");
+        release->add_flag("--apply", o.apply, "make the changes");
+        auto* gc = app.add_subcommand(
+            "gc", "release every attachment not in a list of live ones (dry run unless --apply)");
+        net(gc);
+        json_flag(gc);
+        gc->add_option("--valid", o.valid_file, "JSON list of {containerID, ifname}, or - for stdin")
+            ->required();
+        gc->add_option("--older-than", o.older_than_s, "only attachments older than this (seconds)");
+        gc->add_flag("--apply", o.apply, "make the changes");
+        auto* stats = app.add_subcommand("stats", "counters and utilisation per block");
+        net(stats);
+        json_flag(stats);
+        auto* metrics = app.add_subcommand(
+            "metrics", "Prometheus text format, for one network or all of them");
+        net(metrics, false);
+        metrics->add_option("--textfile", o.textfile_dir,
+                            "write <dir>/shmipam.prom atomically (node_exporter textfile collector)");
+        auto* render = app.add_subcommand("render", "an SVG map of the network's addresses");
+        net(render);
+
+        try {
+            app.parse(argc, argv);
+        } catch (const CLI::ParseError& e) {
+            return app.exit(e) == 0 ? 0 : kExitCannotRead;
+        }
+        if (ls->parsed()) return cmd_ls(o);
+        if (dump->parsed()) return cmd_dump(o);
+        if (verify->parsed()) return cmd_verify(o);
+        if (repair->parsed()) return cmd_repair(o);
+        if (release->parsed()) return cmd_release(o);
+        if (gc->parsed()) return cmd_gc(o);
+        if (stats->parsed()) return cmd_stats(o);
+        if (metrics->parsed()) return cmd_metrics(o);
+        if (render->parsed()) return cmd_render(o);
+        return kExitCannotRead;
     } catch (const std::exception& e) {
         std::cerr << "shmipamctl: " << e.what() << "\n";
         return kExitCannotRead;
     }
-}
-
-int run(int argc, char** argv) {
-    CLI::App app{"shmipamctl: inspect and check shmipam's address state on this node"};
-    app.require_subcommand(1);
-    std::string run_dir = "/run/shmipam";
-    std::string network;
-    bool as_json = false;
-    app.add_option("--run-dir", run_dir, "where the arenas live (the ipam runDir)")
-        ->capture_default_str();
-
-    auto* dump_cmd = app.add_subcommand("dump", "every address that is not free, and to whom");
-    dump_cmd->add_option("network", network, "network name")->required();
-    dump_cmd->add_flag("--json", as_json, "print JSON");
-
-    auto* verify_cmd = app.add_subcommand("verify", "check every invariant of the network's state");
-    verify_cmd->add_option("network", network, "network name")->required();
-    verify_cmd->add_flag("--json", as_json, "print JSON");
-
-    bool apply = false;
-    auto* repair_cmd = app.add_subcommand(
-        "repair",
-        "heal what dead invocations left; retire damaged state so it is rebuilt from "
-        "the journal (dry run unless --apply)");
-    repair_cmd->add_option("network", network, "network name")->required();
-    repair_cmd->add_flag("--apply", apply, "make the changes (default: only say what they are)");
-
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e) == 0 ? 0 : kExitCannotRead;
-    }
-
-    if (repair_cmd->parsed()) return repair(run_dir, network, apply);
-
-    auto store = open_network(run_dir, network);
-    if (!store) return cannot_read(store.error());
-    if (dump_cmd->parsed()) {
-        auto d = engine::dump(**store);
-        if (!d) return cannot_read(d.error());
-        std::cout << (as_json ? tools::dump_to_json(*d).dump(2) + "\n" : tools::dump_to_table(*d));
-        return 0;
-    }
-    auto rep = engine::verify(**store);
-    if (!rep) return cannot_read(rep.error());
-    std::cout << (as_json ? tools::verify_to_json(*rep).dump(2) + "\n"
-                          : tools::verify_to_text(*rep));
-    return rep->violations.empty() ? 0 : kExitViolations;
 }

@@ -1,0 +1,88 @@
+#include "tools/metrics.h"
+
+#include <map>
+
+namespace shmipam::tools {
+
+namespace {
+
+std::string escape_label(const std::string& v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::vector<std::string> samples;
+};
+
+}  // namespace
+
+std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
+    std::vector<Family> fams = {
+        {"shmipam_addresses", "gauge", "Addresses of a block by state (free includes never used).", {}},
+        {"shmipam_block_size", "gauge", "Addresses in a block.", {}},
+        {"shmipam_claims_total", "counter", "Addresses allocated in a block.", {}},
+        {"shmipam_releases_total", "counter", "Addresses released in a block.", {}},
+        {"shmipam_cas_retries_total", "counter", "Claim CASes lost to a concurrent claimer.", {}},
+        {"shmipam_rollbacks_total", "counter", "Claims rolled back (errors, dead claimers).", {}},
+        {"shmipam_adds_total", "counter", "Committed ADDs of a network.", {}},
+        {"shmipam_dels_total", "counter", "Attachments released (DEL, GC, shmipamctl).", {}},
+        {"shmipam_dead_leases_reaped_total", "counter", "Leases of dead invocations recovered.", {}},
+        {"shmipam_busy_rejections_total", "counter",
+         "ADDs answered 11 because the same attachment was being added.", {}},
+        {"shmipam_leases_held", "gauge", "Leases held now (invocations changing state).", {}},
+    };
+    auto add = [&](size_t fam, const std::string& labels, uint64_t v) {
+        fams[fam].samples.push_back(std::string(fams[fam].name) + "{" + labels + "} " +
+                                    std::to_string(v));
+    };
+    for (const auto& n : networks) {
+        const std::string net = "network=\"" + escape_label(n.network) + "\"";
+        for (const auto& b : n.blocks) {
+            const std::string bl = net + ",block=\"" + escape_label(b.cidr) + "\"";
+            uint64_t allocated = 0, other = 0;
+            for (const auto& s : n.slots) {
+                if (s.block != b.cidr) continue;
+                if (s.state == "allocated") {
+                    ++allocated;
+                } else if (s.state != "cooling") {
+                    ++other;
+                }
+            }
+            add(0, bl + ",state=\"allocated\"", allocated);
+            add(0, bl + ",state=\"cooling\"", b.cooling);
+            add(0, bl + ",state=\"transient\"", other);
+            add(0, bl + ",state=\"free\"", b.slots - allocated - b.cooling - other);
+            add(1, bl, b.slots);
+            add(2, bl, b.claims);
+            add(3, bl, b.releases);
+            add(4, bl, b.cas_retries);
+            add(5, bl, b.rollbacks);
+        }
+        add(6, net, n.adds);
+        add(7, net, n.dels);
+        add(8, net, n.dead_leases_reaped);
+        add(9, net, n.busy_rejections);
+        add(10, net, n.leases.size());
+    }
+    std::string out;
+    for (const auto& f : fams) {
+        out += std::string("# HELP ") + f.name + " " + f.help + "\n";
+        out += std::string("# TYPE ") + f.name + " " + f.type + "\n";
+        for (const auto& s : f.samples) out += s + "\n";
+    }
+    return out;
+}
+
+}  // namespace shmipam::tools
