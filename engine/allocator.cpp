@@ -336,7 +336,9 @@ Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
         keep.insert({f.fp1, f.fp2});
     }
     auto released = release_where(
-        [&](const format::Entry&, const Fingerprint& f) { return keep.count({f.fp1, f.fp2}) == 0; },
+        [&](const format::Entry&, const Fingerprint& f) {
+            return keep.count({f.fp1, f.fp2}) == 0;
+        },
         false);
     if (!released) return released.error();
     return GcOutcome{released->size()};
@@ -350,7 +352,8 @@ ReleasedAttachment view_of(const format::Entry& e) {
     r.ifname = std::string(e.ifname, strnlen(e.ifname, sizeof e.ifname));
     r.pod = std::string(e.pod, strnlen(e.pod, sizeof e.pod));
     for (size_t k = 0; k < std::min<size_t>(e.ref_count, format::kMaxRangeSets); ++k) {
-        if (e.refs[k].family == 4 || e.refs[k].family == 6) r.addresses.push_back(ref_address(e.refs[k]));
+        if (e.refs[k].family == 4 || e.refs[k].family == 6)
+            r.addresses.push_back(ref_address(e.refs[k]));
     }
     return r;
 }
@@ -395,8 +398,10 @@ Expected<std::vector<ReleasedAttachment>> Allocator::release_address(const IpAdd
     if (!block) return block.error();
     std::vector<ReleasedAttachment> none;
     if (*block == nullptr) return none;
-    const shm::SlotWord sw = shm::SlotWord::decode(slot_ops::load_state(**block, store_.slot_of(address)));
-    if (sw.state != format::SlotState::kAllocated || sw.owner_entry() >= store_.index().entry_count()) {
+    const shm::SlotWord sw =
+        shm::SlotWord::decode(slot_ops::load_state(**block, store_.slot_of(address)));
+    if (sw.state != format::SlotState::kAllocated ||
+        sw.owner_entry() >= store_.index().entry_count()) {
         return none;
     }
     // Release the owner only in the tenancy that holds the address now: the generation check

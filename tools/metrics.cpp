@@ -30,7 +30,10 @@ struct Family {
 
 std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
     std::vector<Family> fams = {
-        {"shmipam_addresses", "gauge", "Addresses of a block by state (free includes never used).", {}},
+        {"shmipam_addresses",
+         "gauge",
+         "Addresses of a block by state (free includes never used).",
+         {}},
         {"shmipam_block_size", "gauge", "Addresses in a block.", {}},
         {"shmipam_claims_total", "counter", "Addresses allocated in a block.", {}},
         {"shmipam_releases_total", "counter", "Addresses released in a block.", {}},
@@ -38,9 +41,14 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
         {"shmipam_rollbacks_total", "counter", "Claims rolled back (errors, dead claimers).", {}},
         {"shmipam_adds_total", "counter", "Committed ADDs of a network.", {}},
         {"shmipam_dels_total", "counter", "Attachments released (DEL, GC, shmipamctl).", {}},
-        {"shmipam_dead_leases_reaped_total", "counter", "Leases of dead invocations recovered.", {}},
-        {"shmipam_busy_rejections_total", "counter",
-         "ADDs answered 11 because the same attachment was being added.", {}},
+        {"shmipam_dead_leases_reaped_total",
+         "counter",
+         "Leases of dead invocations recovered.",
+         {}},
+        {"shmipam_busy_rejections_total",
+         "counter",
+         "ADDs answered 11 because the same attachment was being added.",
+         {}},
         {"shmipam_leases_held", "gauge", "Leases held now (invocations changing state).", {}},
     };
     auto add = [&](size_t fam, const std::string& labels, uint64_t v) {

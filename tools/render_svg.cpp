@@ -10,11 +10,20 @@ std::string xml_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -47,10 +56,12 @@ std::string render_svg(const engine::NetworkDump& d) {
             const int rows = int((b.slots + kCols - 1) / kCols);
             const int bw = kCols * kCell, bh = rows * kCell;
             body += "<g transform=\"translate(" + std::to_string(bx) + "," + std::to_string(by) +
-                    ")\"><text x=\"0\" y=\"-4\" font-size=\"10\">" + xml_escape(b.cidr) + "</text>\n";
+                    ")\"><text x=\"0\" y=\"-4\" font-size=\"10\">" + xml_escape(b.cidr) +
+                    "</text>\n";
             std::map<uint64_t, const engine::SlotView*> used;
             const auto base = engine::Cidr::parse(b.cidr);
-            for (const auto* s : slots_of[b.cidr]) used[uint64_t(s->address.value - base->address.value)] = s;
+            for (const auto* s : slots_of[b.cidr])
+                used[uint64_t(s->address.value - base->address.value)] = s;
             for (uint64_t i = 0; i < b.slots; ++i) {
                 const auto it = used.find(i);
                 const std::string state = it == used.end() ? "free" : it->second->state;
@@ -91,8 +102,9 @@ std::string render_svg(const engine::NetworkDump& d) {
                                       std::to_string(b.cooling) + " cooling of " +
                                       std::to_string(b.slots);
             body += "<rect class=\"cell\" x=\"" + std::to_string((i % 32) * kCell) + "\" y=\"" +
-                    std::to_string(kTop + (i / 32) * kCell) + "\" width=\"9\" height=\"9\" fill=\"" +
-                    fill + "\"><title>" + xml_escape(title) + "</title></rect>\n";
+                    std::to_string(kTop + (i / 32) * kCell) +
+                    "\" width=\"9\" height=\"9\" fill=\"" + fill + "\"><title>" +
+                    xml_escape(title) + "</title></rect>\n";
             ++i;
         }
         width = 32 * kCell;
@@ -110,11 +122,15 @@ std::string render_svg(const engine::NetworkDump& d) {
     }
     width = std::max(width, lx);
     height += 30;
-    std::string head = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                       std::to_string(width + 20) + "\" height=\"" + std::to_string(height + 10) +
-                       "\" font-family=\"sans-serif\">\n<g transform=\"translate(10,0)\">\n<text x=\"0\" y=\"16\" font-size=\"13\">" +
-                       xml_escape("network " + d.network + (per_address ? ": one cell per address" : ": one cell per block")) +
-                       "</text>\n";
+    std::string head =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+        "width=\"" +
+        std::to_string(width + 20) + "\" height=\"" + std::to_string(height + 10) +
+        "\" font-family=\"sans-serif\">\n<g transform=\"translate(10,0)\">\n<text x=\"0\" y=\"16\" "
+        "font-size=\"13\">" +
+        xml_escape("network " + d.network +
+                   (per_address ? ": one cell per address" : ": one cell per block")) +
+        "</text>\n";
     return head + body + legend + "</g>\n</svg>\n";
 }
 

@@ -34,8 +34,9 @@ int main(int argc, char** argv) {
         net(verify);
         json_flag(verify);
         auto* repair = app.add_subcommand(
-            "repair", "heal what dead invocations left; retire damaged state so it is rebuilt from "
-                      "the journal (dry run unless --apply)");
+            "repair",
+            "heal what dead invocations left; retire damaged state so it is rebuilt from "
+            "the journal (dry run unless --apply)");
         net(repair);
         repair->add_flag("--apply", o.apply, "make the changes");
         auto* release = app.add_subcommand(
@@ -51,18 +52,21 @@ int main(int argc, char** argv) {
             "gc", "release every attachment not in a list of live ones (dry run unless --apply)");
         net(gc);
         json_flag(gc);
-        gc->add_option("--valid", o.valid_file, "JSON list of {containerID, ifname}, or - for stdin")
+        gc->add_option("--valid", o.valid_file,
+                       "JSON list of {containerID, ifname}, or - for stdin")
             ->required();
-        gc->add_option("--older-than", o.older_than_s, "only attachments older than this (seconds)");
+        gc->add_option("--older-than", o.older_than_s,
+                       "only attachments older than this (seconds)");
         gc->add_flag("--apply", o.apply, "make the changes");
         auto* stats = app.add_subcommand("stats", "counters and utilisation per block");
         net(stats);
         json_flag(stats);
-        auto* metrics = app.add_subcommand(
-            "metrics", "Prometheus text format, for one network or all of them");
+        auto* metrics =
+            app.add_subcommand("metrics", "Prometheus text format, for one network or all of them");
         net(metrics, false);
-        metrics->add_option("--textfile", o.textfile_dir,
-                            "write <dir>/shmipam.prom atomically (node_exporter textfile collector)");
+        metrics->add_option(
+            "--textfile", o.textfile_dir,
+            "write <dir>/shmipam.prom atomically (node_exporter textfile collector)");
         auto* render = app.add_subcommand("render", "an SVG map of the network's addresses");
         net(render);
 

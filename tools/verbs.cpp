@@ -73,7 +73,9 @@ json released_json(const std::vector<engine::ReleasedAttachment>& rs) {
     for (const auto& r : rs) {
         json a = json::array();
         for (const auto& x : r.addresses) a.push_back(x.to_string());
-        out.push_back({{"containerID", r.container_id}, {"ifname", r.ifname}, {"pod", r.pod},
+        out.push_back({{"containerID", r.container_id},
+                       {"ifname", r.ifname},
+                       {"pod", r.pod},
                        {"addresses", a}});
     }
     return out;
@@ -91,7 +93,9 @@ int report_released(const Options& o, const Expected<std::vector<engine::Release
                       << a.ifname << (a.pod.empty() ? "" : " (pod " + a.pod + ")") << ": " << addrs
                       << "\n";
         }
-        std::cout << r->size() << (o.apply ? " attachments released" : " attachments would be released (dry run; --apply to act)")
+        std::cout << r->size()
+                  << (o.apply ? " attachments released"
+                              : " attachments would be released (dry run; --apply to act)")
                   << "\n";
     }
     return o.apply || r->empty() ? kExitClean : kExitViolations;
@@ -150,32 +154,44 @@ int cmd_ls(const Options& o) {
         json blocks = json::array();
         uint64_t slots = 0, in_use = 0, cooling = 0;
         for (const auto& b : d->blocks) {
-            blocks.push_back({{"cidr", b.cidr}, {"inUse", b.in_use}, {"cooling", b.cooling}, {"slots", b.slots}});
+            blocks.push_back({{"cidr", b.cidr},
+                              {"inUse", b.in_use},
+                              {"cooling", b.cooling},
+                              {"slots", b.slots}});
             slots += b.slots;
             in_use += b.in_use;
             cooling += b.cooling;
         }
-        out.push_back({{"network", n}, {"dataDir", d->data_dir}, {"blocks", blocks},
-                       {"addresses", slots}, {"inUse", in_use}, {"cooling", cooling}});
+        out.push_back({{"network", n},
+                       {"dataDir", d->data_dir},
+                       {"blocks", blocks},
+                       {"addresses", slots},
+                       {"inUse", in_use},
+                       {"cooling", cooling}});
     }
     if (o.json) {
         std::cout << out.dump(2) << "\n";
         return kExitClean;
     }
-    std::printf("%-24s %-32s %7s %8s %8s %6s\n", "NETWORK", "DATADIR", "BLOCKS", "IN USE", "COOLING", "USED");
+    std::printf("%-24s %-32s %7s %8s %8s %6s\n", "NETWORK", "DATADIR", "BLOCKS", "IN USE",
+                "COOLING", "USED");
     for (const auto& n : out) {
         if (n.contains("error")) {
             std::printf("%-24s %s\n", n["network"].get<std::string>().c_str(),
                         ("unreadable: " + n["error"].get<std::string>()).c_str());
             continue;
         }
-        const double used = n["addresses"].get<uint64_t>() ? 100.0 * n["inUse"].get<double>() / n["addresses"].get<double>() : 0;
-        std::printf("%-24s %-32s %7zu %8llu %8llu %5.1f%%\n", n["network"].get<std::string>().c_str(),
+        const double used = n["addresses"].get<uint64_t>()
+                                ? 100.0 * n["inUse"].get<double>() / n["addresses"].get<double>()
+                                : 0;
+        std::printf("%-24s %-32s %7zu %8llu %8llu %5.1f%%\n",
+                    n["network"].get<std::string>().c_str(),
                     n["dataDir"].get<std::string>().c_str(), n["blocks"].size(),
                     (unsigned long long)n["inUse"].get<uint64_t>(),
                     (unsigned long long)n["cooling"].get<uint64_t>(), used);
         for (const auto& b : n["blocks"]) {
-            std::printf("  %-22s %6llu in use, %4llu cooling of %llu\n", b["cidr"].get<std::string>().c_str(),
+            std::printf("  %-22s %6llu in use, %4llu cooling of %llu\n",
+                        b["cidr"].get<std::string>().c_str(),
                         (unsigned long long)b["inUse"].get<uint64_t>(),
                         (unsigned long long)b["cooling"].get<uint64_t>(),
                         (unsigned long long)b["slots"].get<uint64_t>());
@@ -192,9 +208,14 @@ int cmd_stats(const Options& o) {
     json blocks = json::array();
     uint64_t claims = 0, releases = 0, retries = 0, rollbacks = 0, slots = 0, in_use = 0;
     for (const auto& b : d->blocks) {
-        blocks.push_back({{"cidr", b.cidr}, {"slots", b.slots}, {"inUse", b.in_use},
-                          {"cooling", b.cooling}, {"claims", b.claims}, {"releases", b.releases},
-                          {"casRetries", b.cas_retries}, {"rollbacks", b.rollbacks},
+        blocks.push_back({{"cidr", b.cidr},
+                          {"slots", b.slots},
+                          {"inUse", b.in_use},
+                          {"cooling", b.cooling},
+                          {"claims", b.claims},
+                          {"releases", b.releases},
+                          {"casRetries", b.cas_retries},
+                          {"rollbacks", b.rollbacks},
                           {"utilisation", b.slots ? double(b.in_use) / double(b.slots) : 0.0}});
         claims += b.claims;
         releases += b.releases;
@@ -219,12 +240,13 @@ int cmd_stats(const Options& o) {
         std::cout << out.dump(2) << "\n";
         return kExitClean;
     }
-    std::printf("network %s: %llu ADDs, %llu DELs; %llu claims, %llu releases, %llu CAS retries, "
-                "%llu rollbacks, %llu dead leases reaped, %llu busy rejections, %zu leases held\n",
-                d->network.c_str(), (unsigned long long)d->adds, (unsigned long long)d->dels,
-                (unsigned long long)claims, (unsigned long long)releases, (unsigned long long)retries,
-                (unsigned long long)rollbacks, (unsigned long long)d->dead_leases_reaped,
-                (unsigned long long)d->busy_rejections, d->leases.size());
+    std::printf(
+        "network %s: %llu ADDs, %llu DELs; %llu claims, %llu releases, %llu CAS retries, "
+        "%llu rollbacks, %llu dead leases reaped, %llu busy rejections, %zu leases held\n",
+        d->network.c_str(), (unsigned long long)d->adds, (unsigned long long)d->dels,
+        (unsigned long long)claims, (unsigned long long)releases, (unsigned long long)retries,
+        (unsigned long long)rollbacks, (unsigned long long)d->dead_leases_reaped,
+        (unsigned long long)d->busy_rejections, d->leases.size());
     for (const auto& b : blocks) {
         std::printf("  %-22s %5.1f%% used (%llu in use, %llu cooling of %llu)\n",
                     b["cidr"].get<std::string>().c_str(), 100 * b["utilisation"].get<double>(),
@@ -274,7 +296,8 @@ int cmd_metrics(const Options& o) {
         }
     }
     if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-        std::cerr << "shmipamctl: cannot rename to " << final_path << ": " << std::strerror(errno) << "\n";
+        std::cerr << "shmipamctl: cannot rename to " << final_path << ": " << std::strerror(errno)
+                  << "\n";
         ::unlink(tmp.c_str());
         return kExitCannotRead;
     }
@@ -308,7 +331,8 @@ int cmd_release(const Options& o) {
         return report_released(
             o, alloc.release_where(
                    [&](const format::Entry& e, const engine::Fingerprint&) {
-                       const std::string cid(e.container_id, strnlen(e.container_id, sizeof e.container_id));
+                       const std::string cid(e.container_id,
+                                             strnlen(e.container_id, sizeof e.container_id));
                        const std::string ifn(e.ifname, strnlen(e.ifname, sizeof e.ifname));
                        return cid == o.container && (o.ifname.empty() || ifn == o.ifname);
                    },
@@ -317,7 +341,8 @@ int cmd_release(const Options& o) {
     if (!o.pod.empty()) {
         return report_released(o, alloc.release_where(
                                       [&](const format::Entry& e, const engine::Fingerprint&) {
-                                          return std::string(e.pod, strnlen(e.pod, sizeof e.pod)) == o.pod;
+                                          return std::string(e.pod, strnlen(e.pod, sizeof e.pod)) ==
+                                                 o.pod;
                                       },
                                       !o.apply));
     }
@@ -340,7 +365,8 @@ int cmd_gc(const Options& o) {
     // The CNI GC shape: a list of {"containerID", "ifname"}, or a config holding
     // "cni.dev/valid-attachments".
     json doc = json::parse(ss.str(), nullptr, false);
-    if (doc.is_object() && doc.contains("cni.dev/valid-attachments")) doc = doc["cni.dev/valid-attachments"];
+    if (doc.is_object() && doc.contains("cni.dev/valid-attachments"))
+        doc = doc["cni.dev/valid-attachments"];
     if (!doc.is_array()) {
         std::cerr << "shmipamctl: --valid wants a JSON list of {\"containerID\",\"ifname\"}\n";
         return kExitCannotRead;
@@ -352,7 +378,8 @@ int cmd_gc(const Options& o) {
             std::cerr << "shmipamctl: every valid attachment needs string containerID and ifname\n";
             return kExitCannotRead;
         }
-        const auto f = engine::fingerprint(a["containerID"].get<std::string>(), a["ifname"].get<std::string>());
+        const auto f = engine::fingerprint(a["containerID"].get<std::string>(),
+                                           a["ifname"].get<std::string>());
         keep.insert({f.fp1, f.fp2});
     }
     auto store = open_network(o, shm::Access::kReadWrite);
@@ -362,13 +389,13 @@ int cmd_gc(const Options& o) {
     engine::Allocator alloc(**store, none);
     const uint64_t now = shm::unix_ns();
     const uint64_t grace = uint64_t(o.older_than_s * 1e9);
-    return report_released(
-        o, alloc.release_where(
-               [&](const format::Entry& e, const engine::Fingerprint& f) {
-                   if (keep.count({f.fp1, f.fp2})) return false;
-                   return grace == 0 || (now > e.created_unix_ns && now - e.created_unix_ns >= grace);
-               },
-               !o.apply));
+    return report_released(o, alloc.release_where(
+                                  [&](const format::Entry& e, const engine::Fingerprint& f) {
+                                      if (keep.count({f.fp1, f.fp2})) return false;
+                                      return grace == 0 || (now > e.created_unix_ns &&
+                                                            now - e.created_unix_ns >= grace);
+                                  },
+                                  !o.apply));
 }
 
 int cmd_repair(const Options& o) {

@@ -1,0 +1,376 @@
+// shmipamctl's verbs on arenas built by real plugin runs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "engine/attachment_index.h"
+#include "engine/network_store.h"
+#include "engine/slot_ops.h"
+#include "shm/atomic_word.h"
+#include "shm/state_words.h"
+#include "tests/support/plugin_runner.h"
+#include "tests/support/temp_dir.h"
+
+namespace shmipam::testing {
+namespace {
+
+using nlohmann::json;
+
+class Ctl : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        cfg = make_config(dir.path(), "ops", "1.1.0");
+        cfg["ipam"]["ranges"] =
+            json::parse(R"([[{"subnet":"10.91.0.0/23"}],[{"subnet":"fd91::/120"}]])");
+        for (int i = 0; i < 40; ++i) add("c" + std::to_string(i), "p" + std::to_string(i));
+    }
+    void add(const std::string& id, const std::string& pod) {
+        auto r = run_plugin(
+            cni_env("ADD", id, "eth0", "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=" + pod),
+            cfg.dump());
+        ASSERT_EQ(r.exit_code, 0) << r.out;
+    }
+    ProcessResult ctl(std::vector<std::string> args) {
+        args.insert(args.begin(), {"--run-dir", dir.sub("run")});
+        return run_ctl(args);
+    }
+    json ctl_json(std::vector<std::string> args) {
+        auto r = ctl(std::move(args));
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        return r.json();
+    }
+    std::unique_ptr<engine::NetworkStore> open_rw() {
+        auto s = engine::NetworkStore::open_existing(dir.sub("run/ops"), shm::Access::kReadWrite);
+        EXPECT_TRUE(s) << s.error().msg;
+        return std::move(*s);
+    }
+    std::set<std::string> violation_kinds() {
+        auto r = ctl({"verify", "ops", "--json"});
+        EXPECT_EQ(r.exit_code, 1) << r.out;
+        std::set<std::string> kinds;
+        const json doc = r.json();
+        for (const auto& v : doc["violations"]) kinds.insert(v["kind"]);
+        return kinds;
+    }
+    void expect_repair_restores_service() {
+        auto dry = ctl({"repair", "ops"});
+        EXPECT_EQ(dry.exit_code, 1) << dry.out;
+        auto fix = ctl({"repair", "ops", "--apply"});
+        EXPECT_EQ(fix.exit_code, 0) << fix.out << fix.err;
+        auto next = run_plugin(cni_env("ADD", "after-repair"), cfg.dump());  // rebuilds if retired
+        EXPECT_EQ(next.exit_code, 0) << next.out;
+        auto verify = ctl({"verify", "ops"});
+        EXPECT_EQ(verify.exit_code, 0) << verify.out;
+        // The attachments made before the damage are still there (from the arena or journal).
+        auto check = run_plugin(cni_env("ADD", "c3"), cfg.dump());
+        EXPECT_EQ(check.exit_code, 0) << check.out;
+    }
+
+    TempDir dir;
+    json cfg;
+};
+
+TEST_F(Ctl, LsStatsAndDumpMatchWhatWasAllocated) {
+    const json ls = ctl_json({"ls", "--json"});
+    ASSERT_EQ(ls.size(), 1u);
+    EXPECT_EQ(ls[0]["network"], "ops");
+    EXPECT_EQ(ls[0]["inUse"], 80) << "40 attachments, two addresses each";
+    const json stats = ctl_json({"stats", "ops", "--json"});
+    EXPECT_EQ(stats["adds"], 40);
+    EXPECT_EQ(stats["claims"], 80);
+    const json dump = ctl_json({"dump", "ops", "--json"});
+    EXPECT_EQ(dump["allocations"].size(), 80u);
+    const json one = ctl_json({"dump", "ops", "--json", "--pod", "ns/p5"});
+    ASSERT_EQ(one["allocations"].size(), 2u);
+    EXPECT_EQ(one["allocations"][0]["containerID"], "c5");
+    const json by_addr = ctl_json({"dump", "ops", "--json", "--address", "10.91.0.2"});
+    ASSERT_EQ(by_addr["allocations"].size(), 1u);
+    EXPECT_EQ(by_addr["allocations"][0]["containerID"], "c0");
+    const json by_cid = ctl_json({"dump", "ops", "--json", "--container", "c1"});
+    EXPECT_EQ(by_cid["allocations"].size(), 2u * 11) << "c1 and c10..c19";
+}
+
+TEST_F(Ctl, ReleaseIsADryRunUnlessApplied) {
+    auto dry = ctl({"release", "ops", "--pod", "ns/p7"});
+    EXPECT_EQ(dry.exit_code, 1);
+    EXPECT_EQ(ctl_json({"dump", "ops", "--json", "--pod", "ns/p7"})["allocations"].size(), 2u);
+    const json done = ctl_json({"release", "ops", "--pod", "ns/p7", "--apply", "--json"});
+    ASSERT_EQ(done["released"].size(), 1u);
+    EXPECT_EQ(done["released"][0]["containerID"], "c7");
+    EXPECT_EQ(ctl_json({"dump", "ops", "--json", "--pod", "ns/p7"})["allocations"].size(), 0u);
+    const json by_addr =
+        ctl_json({"release", "ops", "--address", "10.91.0.3", "--apply", "--json"});
+    ASSERT_EQ(by_addr["released"].size(), 1u);
+    EXPECT_EQ(by_addr["released"][0]["containerID"], "c1");
+    const json by_cid =
+        ctl_json({"release", "ops", "--container", "c2", "--ifname", "eth0", "--apply", "--json"});
+    ASSERT_EQ(by_cid["released"].size(), 1u);
+    EXPECT_EQ(ctl({"verify", "ops"}).exit_code, 0);
+}
+
+TEST_F(Ctl, GcReleasesEverythingNotListed) {
+    write_file(dir.sub("valid.json"),
+               R"([{"containerID":"c0","ifname":"eth0"},{"containerID":"c1","ifname":"eth0"}])");
+    auto dry = ctl({"gc", "ops", "--valid", dir.sub("valid.json"), "--json"});
+    EXPECT_EQ(dry.exit_code, 1) << "a dry run that finds work says so";
+    EXPECT_EQ(dry.json()["released"].size(), 38u);
+    EXPECT_EQ(ctl_json({"stats", "ops", "--json"})["dels"], 0) << "a dry run changes nothing";
+    const json old_only = ctl_json({"gc", "ops", "--valid", dir.sub("valid.json"), "--older-than",
+                                    "3600", "--apply", "--json"});
+    EXPECT_EQ(old_only["released"].size(), 0u) << "nothing is an hour old";
+    const json done =
+        ctl_json({"gc", "ops", "--valid", dir.sub("valid.json"), "--apply", "--json"});
+    EXPECT_EQ(done["released"].size(), 38u);
+    EXPECT_EQ(ctl_json({"dump", "ops", "--json", "--state", "allocated"})["allocations"].size(),
+              4u);
+}
+
+TEST_F(Ctl, MetricsFollowTheExpositionGrammar) {
+    auto r = ctl({"metrics"});
+    ASSERT_EQ(r.exit_code, 0);
+    const std::regex help(R"(# HELP [a-zA-Z_:][a-zA-Z0-9_:]* .+)");
+    const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge))");
+    const std::regex sample(
+        R"(([a-zA-Z_:][a-zA-Z0-9_:]*)\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*")(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*")*\} [0-9]+(\.[0-9]+)?)");
+    std::map<std::string, std::string> types;
+    std::stringstream ss(r.out);
+    std::string line;
+    int samples = 0;
+    while (std::getline(ss, line)) {
+        std::smatch m;
+        if (std::regex_match(line, m, type)) {
+            types[m[1]] = m[2];
+        } else if (std::regex_match(line, help)) {
+        } else if (std::regex_match(line, m, sample)) {
+            ASSERT_TRUE(types.count(m[1])) << "sample before its TYPE: " << line;
+            if (types[m[1]] == "counter") {
+                EXPECT_TRUE(std::string(m[1]).size() > 6 &&
+                            std::string(m[1]).compare(std::string(m[1]).size() - 6, 6, "_total") ==
+                                0)
+                    << line;
+            }
+            ++samples;
+        } else {
+            ADD_FAILURE() << "not exposition format: " << line;
+        }
+    }
+    EXPECT_GT(samples, 10);
+    EXPECT_NE(
+        r.out.find(
+            "shmipam_addresses{network=\"ops\",block=\"10.91.0.0/24\",state=\"allocated\"} 40"),
+        std::string::npos)
+        << r.out;
+    ASSERT_EQ(ctl({"metrics", "--textfile", dir.path()}).exit_code, 0);
+    EXPECT_EQ(read_file(dir.sub("shmipam.prom")), r.out);
+}
+
+// A minimal XML well-formedness check: balanced tags, quoted attributes, no stray '<'.
+bool well_formed_xml(const std::string& s, std::string* why) {
+    std::vector<std::string> stack;
+    size_t i = 0;
+    while ((i = s.find('<', i)) != std::string::npos) {
+        const size_t end = s.find('>', i);
+        if (end == std::string::npos) return *why = "unclosed tag", false;
+        std::string tag = s.substr(i + 1, end - i - 1);
+        i = end + 1;
+        if (tag.empty()) return *why = "empty tag", false;
+        if (tag[0] == '?' || tag[0] == '!') continue;
+        if (std::count(tag.begin(), tag.end(), '"') % 2 != 0)
+            return *why = "bad quoting: " + tag, false;
+        if (tag[0] == '/') {
+            if (stack.empty() || stack.back() != tag.substr(1))
+                return *why = "mismatched </" + tag.substr(1) + ">", false;
+            stack.pop_back();
+            continue;
+        }
+        const bool self = tag.back() == '/';
+        const std::string name = tag.substr(0, tag.find_first_of(" /"));
+        if (!self) stack.push_back(name);
+    }
+    if (!stack.empty()) return *why = "unclosed <" + stack.back() + ">", false;
+    return true;
+}
+
+TEST_F(Ctl, RenderIsWellFormedSvgWithOneCellPerAddress) {
+    auto r = ctl({"render", "ops"});
+    ASSERT_EQ(r.exit_code, 0);
+    std::string why;
+    EXPECT_TRUE(well_formed_xml(r.out, &why)) << why;
+    EXPECT_NE(r.out.find("<svg"), std::string::npos);
+    size_t cells = 0;
+    for (size_t p = 0; (p = r.out.find("<rect class=\"cell\"", p)) != std::string::npos; ++p)
+        ++cells;
+    const json ls = ctl_json({"ls", "--json"});
+    EXPECT_EQ(cells, ls[0]["addresses"].get<size_t>());
+    EXPECT_NE(r.out.find("10.91.0.2 allocated c0/eth0 pod ns/p0"), std::string::npos);
+}
+
+TEST_F(Ctl, BadInputIsAClearErrorNotACrash) {
+    auto unknown = ctl({"dump", "nosuchnet"});
+    EXPECT_EQ(unknown.exit_code, 2);
+    EXPECT_NE(unknown.err.find("nosuchnet"), std::string::npos);
+    EXPECT_EQ(run_ctl({"--run-dir", "/nonexistent", "ls"}).exit_code, 2);
+    EXPECT_EQ(ctl({"dump", "../etc"}).exit_code, 2);
+    write_file(dir.sub("run/garbage/index"), "this is not an index");
+    auto garbage = ctl({"verify", "garbage"});
+    EXPECT_EQ(garbage.exit_code, 2);
+    EXPECT_FALSE(garbage.err.empty());
+    EXPECT_EQ(ctl({"release", "ops"}).exit_code, 2) << "release needs a selector";
+    EXPECT_EQ(ctl({"gc", "ops", "--valid", dir.sub("missing.json")}).exit_code, 2);
+    EXPECT_EQ(ctl({"frobnicate"}).exit_code, 2);
+}
+
+// ---- verify: one test per kind of corruption, then repair restores service ----------------
+
+pid_t dead_pid() {
+    pid_t p = ::fork();
+    if (p == 0) ::_exit(0);
+    ::waitpid(p, nullptr, 0);
+    return p;
+}
+
+TEST_F(Ctl, VerifyFindsADeadLease) {
+    auto s = open_rw();
+    // Plant: lease 3 held by a pid that no longer exists.
+    auto* words = reinterpret_cast<uint64_t*>(reinterpret_cast<std::byte*>(&s->index().header()) +
+                                              s->index().header().lease_offset);
+    words[3] = shm::LeaseTable::make_word(dead_pid(), 9, s->self().pidns_tag, 1);
+    EXPECT_EQ(violation_kinds(), std::set<std::string>{"dead-lease"});
+    expect_repair_restores_service();
+}
+
+struct Planted {
+    const char* kind;
+    std::function<void(engine::NetworkStore&)> plant;
+};
+
+class VerifyCatches : public Ctl, public ::testing::WithParamInterface<Planted> {};
+
+shm::BlockFile& first_block(engine::NetworkStore& s) {
+    return *s.all_blocks().value().front();
+}
+
+uint64_t committed_entry(engine::NetworkStore& s, int skip = 0) {
+    for (uint64_t e = 0; e < s.index().entry_count(); ++e) {
+        if (shm::EntryWord::decode(s.index().entry(e).state).state ==
+                format::EntryState::kCommitted &&
+            skip-- == 0) {
+            return e;
+        }
+    }
+    return 0;
+}
+
+std::vector<Planted> plants() {
+    using format::SlotState;
+    return {
+        {"stuck-claim",
+         [](engine::NetworkStore& s) {
+             // .200 claimed by lease 7, which nobody holds.
+             auto& b = first_block(s);
+             b.slot(200).state = shm::SlotWord{SlotState::kClaiming, 7, 3, 5}.encode();
+         }},
+        {"stuck-release",
+         [](engine::NetworkStore& s) {
+             auto& b = first_block(s);
+             b.slot(201).state = shm::SlotWord{SlotState::kReleasing, 7, 3, 5}.encode();
+         }},
+        {"orphan-allocation",
+         [](engine::NetworkStore& s) {
+             auto& b = first_block(s);
+             b.slot(202).state = shm::SlotWord::allocated(0, 12345, 1);
+             b.slot(202).owner = engine::slot_ops::owner_word(12345, 0, 1);
+         }},
+        {"dangling-ref",
+         [](engine::NetworkStore& s) {
+             auto& b = first_block(s);
+             b.slot(2).state = shm::SlotWord{SlotState::kFree, 0, 0, 77}.encode();  // c0's IPv4
+         }},
+        {"owner-mismatch", [](engine::NetworkStore& s) { first_block(s).slot(3).owner ^= 0x1; }},
+        {"invalid-slot-state", [](engine::NetworkStore& s) { first_block(s).slot(203).state = 9; }},
+        {"stuck-entry",
+         [](engine::NetworkStore& s) {
+             const uint64_t e = committed_entry(s);
+             auto w = shm::EntryWord::decode(s.index().entry(e).state);
+             w.state = format::EntryState::kClaiming;
+             w.lease_index = 7;
+             w.lease_gen = 3;
+             s.index().entry(e).state = w.encode();
+         }},
+        {"bad-fingerprint",
+         [](engine::NetworkStore& s) {
+             s.index().entry(committed_entry(s)).fp1 ^= uint64_t{1} << 50;
+         }},
+        {"duplicate-address",
+         [](engine::NetworkStore& s) {
+             auto& a = s.index().entry(committed_entry(s, 0));
+             auto& b = s.index().entry(committed_entry(s, 1));
+             b.refs[0] = a.refs[0];
+         }},
+        {"missing-ref",
+         [](engine::NetworkStore& s) {
+             s.index().entry(committed_entry(s)).refs[1] = format::AddressRef{};
+         }},
+    };
+}
+
+TEST_P(VerifyCatches, EachKindOfCorruptionAndRepairRestoresService) {
+    {
+        auto s = open_rw();
+        GetParam().plant(*s);
+    }
+    const auto kinds = violation_kinds();
+    EXPECT_TRUE(kinds.count(GetParam().kind)) << "verify did not report " << GetParam().kind;
+    expect_repair_restores_service();
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, VerifyCatches, ::testing::ValuesIn(plants()), [](const auto& info) {
+    std::string n = info.param.kind;
+    for (char& c : n) {
+        if (c == '-') c = '_';
+    }
+    return n;
+});
+
+// ---- release racing with concurrent ADDs never frees a re-claimed address ------------------
+
+TEST_F(Ctl, ReleaseByAddressNeverFreesAReclaimedAddress) {
+    json one = cfg;
+    one["ipam"]["ranges"] = json::parse(R"([[{"subnet":"10.92.0.0/24"}]])");
+    one["name"] = "race";
+    const std::string conf = one.dump();
+    for (int round = 0; round < 25; ++round) {
+        const std::string x = "x" + std::to_string(round), y = "y" + std::to_string(round);
+        ASSERT_EQ(run_plugin(cni_env("ADD", x, "eth0", "IP=10.92.0.50"), conf).exit_code, 0);
+        // The operator releases "whoever holds .50" while the runtime DELs x and y takes .50.
+        Child release({SHMIPAMCTL_PATH, "--run-dir", dir.sub("run"), "release", "race", "--address",
+                       "10.92.0.50", "--apply", "--json"},
+                      {}, "");
+        ASSERT_EQ(run_plugin(cni_env("DEL", x), conf).exit_code, 0);
+        auto ya = run_plugin(cni_env("ADD", y, "eth0", "IP=10.92.0.50"), conf);
+        auto rel = release.wait();
+        ASSERT_EQ(rel.exit_code, 0) << rel.out << rel.err;
+        std::set<std::string> released;
+        const json doc = rel.json();
+        for (const auto& r : doc["released"]) released.insert(r["containerID"]);
+        auto check = run_plugin(cni_env("CHECK", y), [&] {
+            json c = one;
+            return c.dump();
+        }());
+        if (ya.exit_code == 0 && !released.count(y)) {
+            // y got .50 and the tool did not release y: y must still hold it.
+            EXPECT_EQ(check.exit_code, 0) << "round " << round << ": y lost .50: " << check.out;
+        }
+        ASSERT_EQ(run_plugin(cni_env("DEL", y), conf).exit_code, 0);
+        ASSERT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "race"}).exit_code, 0);
+    }
+}
+
+}  // namespace
+}  // namespace shmipam::testing
