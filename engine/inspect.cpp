@@ -4,8 +4,11 @@
 #include <set>
 
 #include "engine/attachment_index.h"
+#include "engine/journal_records.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
+#include "shm/clock.h"
+#include "shm/journal.h"
 #include "shm/state_words.h"
 
 namespace shmipam::engine {
@@ -61,7 +64,63 @@ bool lease_live(NetworkStore& store, uint16_t index, uint16_t gen) {
     return leases.judge(index, w, store.self()) == shm::Holder::kAlive;
 }
 
+using Newest = std::map<std::pair<int, u128>, const format::JournalRecord*>;
+
+Newest newest_records(const std::vector<format::JournalRecord>& records) {
+    Newest out;
+    for (const auto& r : records) {
+        const IpAddress a = record_address(r);
+        const format::JournalRecord*& cur = out[{int(a.family), a.value}];
+        if (cur == nullptr || r.slot_gen > cur->slot_gen ||
+            (r.slot_gen == cur->slot_gen && r.sequence > cur->sequence)) {
+            cur = &r;
+        }
+    }
+    return out;
+}
+
+bool journaled(const Newest& newest, const IpAddress& a, uint64_t owner_fp1) {
+    auto it = newest.find({int(a.family), a.value});
+    return it != newest.end() && it->second->op == uint8_t(format::JournalOp::kAlloc) &&
+           it->second->fp1 == owner_fp1;
+}
+
 }  // namespace
+
+Expected<size_t> rejournal_allocations(NetworkStore& store) {
+    auto scan = shm::Journal::scan(store.journal().dir());
+    if (!scan) return scan.error();
+    const auto newest = newest_records(scan->records);
+    auto blocks = store.all_blocks();
+    if (!blocks) return blocks.error();
+    std::vector<format::JournalRecord> missing;
+    for (shm::BlockFile* b : *blocks) {
+        const IpAddress base = block_base(*b);
+        for (uint64_t i = 0; i < b->slot_count(); ++i) {
+            const SlotWord sw = SlotWord::decode(slot_ops::load_state(*b, i));
+            if (sw.state != SlotState::kAllocated) continue;
+            const IpAddress a{base.value + i, base.family};
+            const format::Slot& s = b->slot(i);
+            if (journaled(newest, a, shm::load_word(s.owner_fp))) continue;
+            if (sw.owner_entry() >= store.index().entry_count()) continue;
+            const format::Entry& e = store.index().entry(sw.owner_entry());
+            const uint64_t ew = shm::load_word(e.state);
+            auto fp = AttachmentIndex::read_fp(e, ew);
+            if (!fp) continue;
+            const AttachmentText text{fixed(e.container_id, sizeof e.container_id),
+                                      fixed(e.ifname, sizeof e.ifname), fixed(e.pod, sizeof e.pod),
+                                      e.flags, shm::load_word(s.allocated_unix_ns)};
+            const size_t range_set = size_t((shm::load_word(s.owner) >> 32) & 0xFF);
+            missing.push_back(make_record(format::JournalOp::kAlloc, a, b->header().prefix,
+                                          range_set, sw.gen, *fp, text, store.boot_id(),
+                                          shm::unix_ns()));
+        }
+    }
+    if (auto st = store.journal().append(store.index().header().journal_tail, missing); !st) {
+        return st.error();
+    }
+    return missing.size();
+}
 
 Expected<NetworkDump> dump(NetworkStore& store) {
     NetworkDump d;
@@ -212,6 +271,14 @@ Expected<VerifyReport> verify(NetworkStore& store) {
         }
     }
 
+    // The journal: every allocated address must survive a rebuild, so its newest record must be
+    // its allocation, by the same attachment.
+    auto scan = shm::Journal::scan(store.journal().dir());
+    if (!scan) return scan.error();
+    rep.journal_records = scan->records.size();
+    rep.journal_invalid = scan->invalid;
+    const auto newest = newest_records(scan->records);
+
     // Slots: valid states, owners that hold them, no stuck transitions.
     auto blocks = store.all_blocks();
     if (!blocks) return blocks.error();
@@ -238,6 +305,12 @@ Expected<VerifyReport> verify(NetworkStore& store) {
                 continue;
             }
             if (sw.state != SlotState::kAllocated) continue;
+            if (!journaled(newest, a, shm::load_word(b->slot(i).owner_fp))) {
+                add("unjournaled-allocation",
+                    a.to_string() +
+                        " is allocated but the journal's newest record for it is "
+                        "not that allocation: a rebuild would lose it");
+            }
             const uint64_t owner = uint64_t(sw.owner_entry()) + 1;
             if (slot_ops::owner_entry_plus_one(shm::load_word(b->slot(i).owner)) != owner) {
                 add("owner-mismatch", a.to_string() + " is allocated to entry " +

@@ -57,12 +57,18 @@ struct Violation {
 
 struct VerifyReport {
     std::vector<Violation> violations;
+    uint64_t journal_records = 0;
+    uint64_t journal_invalid = 0;  // damaged or torn records (skipped by replay; counted only)
     uint64_t hint_mismatches = 0;  // bitmap bits that disagree with slots (harmless, counted)
     uint64_t slots_checked = 0;
     uint64_t entries_checked = 0;
 };
 
 Expected<VerifyReport> verify(NetworkStore& store);
+
+// Appends an ALLOC record for every allocated address whose newest journal record is not its
+// allocation (the "unjournaled-allocation" violation): the arena is the truth while it exists.
+Expected<size_t> rejournal_allocations(NetworkStore& store);
 
 const char* slot_state_name(format::SlotState s);
 

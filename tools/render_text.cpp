@@ -122,6 +122,8 @@ json verify_to_json(const engine::VerifyReport& r) {
     out["slotsChecked"] = r.slots_checked;
     out["entriesChecked"] = r.entries_checked;
     out["hintMismatches"] = r.hint_mismatches;
+    out["journalRecords"] = r.journal_records;
+    out["journalInvalidRecords"] = r.journal_invalid;
     out["violations"] = json::array();
     for (const auto& v : r.violations)
         out["violations"].push_back({{"kind", v.kind}, {"detail", v.detail}});
@@ -133,7 +135,9 @@ std::string verify_to_text(const engine::VerifyReport& r) {
     for (const auto& v : r.violations) out += "VIOLATION " + v.kind + ": " + v.detail + "\n";
     out += (r.violations.empty() ? "clean" : std::to_string(r.violations.size()) + " violations") +
            ": " + std::to_string(r.slots_checked) + " slots, " + std::to_string(r.entries_checked) +
-           " attachments checked (" + std::to_string(r.hint_mismatches) + " stale bitmap hints)\n";
+           " attachments, " + std::to_string(r.journal_records) + " journal records checked (" +
+           std::to_string(r.hint_mismatches) + " stale bitmap hints, " +
+           std::to_string(r.journal_invalid) + " damaged journal records skipped)\n";
     return out;
 }
 

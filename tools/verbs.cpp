@@ -448,6 +448,10 @@ int cmd_repair(const Options& o) {
     (*store)->act_as_invocation();
     auto swept = engine::sweep(**store);
     if (!swept) return cannot_read(swept.error());
+    auto rejournaled = engine::rejournal_allocations(**store);
+    if (!rejournaled) return cannot_read(rejournaled.error());
+    if (*rejournaled > 0)
+        std::cout << "journaled " << *rejournaled << " allocations the journal lacked\n";
     std::cout << "reaped " << swept->dead_leases << " dead leases, healed " << swept->entries_healed
               << " attachments and " << swept->slots_healed << " addresses\n";
     auto after = engine::verify(**store);

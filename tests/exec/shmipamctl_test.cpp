@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <regex>
@@ -13,6 +14,7 @@
 #include "engine/network_store.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
+#include "shm/journal.h"
 #include "shm/state_words.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
@@ -313,6 +315,21 @@ std::vector<Planted> plants() {
              auto& b = s.index().entry(committed_entry(s, 1));
              b.refs[0] = a.refs[0];
          }},
+        {"unjournaled-allocation",
+         [](engine::NetworkStore& s) {
+             // c0's records never reached the journal (zero every record of c0).
+             auto scan = shm::Journal::scan(s.journal().dir());
+             for (const auto& r : scan->records) {
+                 if (std::string(r.container_id) != "c0") continue;
+                 const std::string seg =
+                     s.journal().dir() + "/" +
+                     shm::Journal::segment_name(r.sequence / format::kJournalRecordsPerSegment);
+                 std::string bytes = read_file(seg);
+                 const size_t off = (r.sequence % format::kJournalRecordsPerSegment) * sizeof r;
+                 std::fill(bytes.begin() + off, bytes.begin() + off + sizeof r, '\0');
+                 write_file(seg, bytes);
+             }
+         }},
         {"missing-ref",
          [](engine::NetworkStore& s) {
              s.index().entry(committed_entry(s)).refs[1] = format::AddressRef{};
@@ -328,6 +345,22 @@ TEST_P(VerifyCatches, EachKindOfCorruptionAndRepairRestoresService) {
     const auto kinds = violation_kinds();
     EXPECT_TRUE(kinds.count(GetParam().kind)) << "verify did not report " << GetParam().kind;
     expect_repair_restores_service();
+}
+
+TEST_F(Ctl, RepairRejournalsAllocationsSoTheySurviveARebuild) {
+    {
+        auto s = open_rw();
+        for (const auto& p : plants()) {
+            if (std::string(p.kind) == "unjournaled-allocation") p.plant(*s);
+        }
+    }
+    EXPECT_TRUE(violation_kinds().count("unjournaled-allocation"));
+    ASSERT_EQ(ctl({"repair", "ops", "--apply"}).exit_code, 0);
+    EXPECT_EQ(ctl({"verify", "ops"}).exit_code, 0);
+    std::filesystem::remove_all(dir.sub("run"));  // lose the arena
+    auto again = run_plugin(cni_env("ADD", "c0"), cfg.dump());
+    ASSERT_EQ(again.exit_code, 0) << again.out;
+    EXPECT_EQ(again.json()["ips"][0]["address"], "10.91.0.2/23") << "c0 kept its address";
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, VerifyCatches, ::testing::ValuesIn(plants()), [](const auto& info) {
