@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
             "write <dir>/shmipam.prom atomically (node_exporter textfile collector)");
         auto* render = app.add_subcommand("render", "an SVG map of the network's addresses");
         net(render);
+        render->add_option("--cidr", o.cidr,
+                           "the network's range: blocks not created yet are drawn free");
 
         try {
             app.parse(argc, argv);

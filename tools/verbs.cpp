@@ -309,6 +309,33 @@ int cmd_render(const Options& o) {
     if (!store) return cannot_read(store.error());
     auto d = engine::dump(**store);
     if (!d) return cannot_read(d.error());
+    if (!o.cidr.empty()) {
+        // Blocks of the configured range that nobody needed yet: all free, drawn as such.
+        auto c = engine::Cidr::parse(o.cidr);
+        if (!c || c->has_host_bits()) {
+            std::cerr << "shmipamctl: --cidr wants a network address, not \"" << o.cidr << "\"\n";
+            return kExitCannotRead;
+        }
+        const int prefix = std::max<int>(c->prefix, (*store)->block_prefix(c->address.family));
+        const engine::u128 step = engine::u128{1} << (c->address.bits() - prefix);
+        std::set<std::string> have;
+        for (const auto& b : d->blocks) have.insert(b.cidr);
+        for (engine::u128 v = c->network().value; v <= c->last().value && d->blocks.size() < 4096; v += step) {
+            const std::string cidr = engine::IpAddress{v, c->address.family}.to_string() + "/" +
+                                     std::to_string(prefix);
+            if (!have.count(cidr)) {
+                engine::BlockView bv;
+                bv.cidr = cidr;
+                bv.slots = uint64_t(step);
+                d->blocks.push_back(bv);
+            }
+            if (c->last().value - v < step) break;
+        }
+        std::sort(d->blocks.begin(), d->blocks.end(), [](const auto& x, const auto& y) {
+            auto a = engine::Cidr::parse(x.cidr), b = engine::Cidr::parse(y.cidr);
+            return a->address < b->address;
+        });
+    }
     std::cout << render_svg(*d);
     return kExitClean;
 }

@@ -23,6 +23,8 @@ struct Options {
     double older_than_s = 0;
     // metrics
     std::string textfile_dir;
+    // render
+    std::string cidr;
 };
 
 int cmd_ls(const Options& o);

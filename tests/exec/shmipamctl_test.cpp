@@ -211,6 +211,13 @@ TEST_F(Ctl, RenderIsWellFormedSvgWithOneCellPerAddress) {
     const json ls = ctl_json({"ls", "--json"});
     EXPECT_EQ(cells, ls[0]["addresses"].get<size_t>());
     EXPECT_NE(r.out.find("10.91.0.2 allocated c0/eth0 pod ns/p0"), std::string::npos);
+    // With the configured range, blocks nobody needed yet are drawn too (all free).
+    auto full = ctl({"render", "ops", "--cidr", "10.91.0.0/23"});
+    ASSERT_EQ(full.exit_code, 0);
+    EXPECT_TRUE(well_formed_xml(full.out, &why)) << why;
+    size_t second_block = 0;
+    for (size_t p = 0; (p = full.out.find("<title>10.91.1.", p)) != std::string::npos; ++p) ++second_block;
+    EXPECT_EQ(second_block, 256u);
 }
 
 TEST_F(Ctl, BadInputIsAClearErrorNotACrash) {
