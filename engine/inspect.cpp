@@ -131,6 +131,7 @@ Expected<NetworkDump> dump(NetworkStore& store) {
     d.dels = shm::load_word(h.dels);
     d.dead_leases_reaped = shm::load_word(h.dead_leases_reaped);
     d.busy_rejections = shm::load_word(h.busy_rejections);
+    d.reboot_reclaims = shm::load_word(h.reboot_reclaims);
     auto blocks = store.all_blocks();
     if (!blocks) return blocks.error();
     for (shm::BlockFile* b : *blocks) {

@@ -170,6 +170,7 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
                 creation_.rebuilt = true;
                 creation_.rebuilt_addresses = stats->addresses;
                 creation_.reclaimed_after_reboot = stats->reclaimed_after_reboot;
+                aside.header().reboot_reclaims = stats->reclaimed_after_reboot;
                 pending_checkpoint_ = std::move(stats->newest);
                 pending_covered_ = scan->next_sequence;
                 return Ok{};

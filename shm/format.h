@@ -222,6 +222,7 @@ struct IndexHeader {
     uint64_t dels;
     uint64_t dead_leases_reaped;
     uint64_t busy_rejections;
+    uint64_t reboot_reclaims;  // addresses of another boot's sandboxes reclaimed when rebuilt
     // Next journal record number (fetch-add reserves records); set by scanning the journal when
     // the index is created.
     alignas(kCacheLine) uint64_t journal_tail;

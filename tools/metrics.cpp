@@ -50,6 +50,10 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
          "ADDs answered 11 because the same attachment was being added.",
          {}},
         {"shmipam_leases_held", "gauge", "Leases held now (invocations changing state).", {}},
+        {"shmipam_reboot_reclaims_total",
+         "counter",
+         "Addresses of another boot's sandboxes reclaimed when the state was rebuilt.",
+         {}},
     };
     auto add = [&](size_t fam, const std::string& labels, uint64_t v) {
         fams[fam].samples.push_back(std::string(fams[fam].name) + "{" + labels + "} " +
@@ -83,6 +87,7 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
         add(8, net, n.dead_leases_reaped);
         add(9, net, n.busy_rejections);
         add(10, net, n.leases.size());
+        add(11, net, n.reboot_reclaims);
     }
     std::string out;
     for (const auto& f : fams) {

@@ -42,7 +42,8 @@ json dump_to_json(const engine::NetworkDump& d) {
     out["counters"] = {{"adds", d.adds},
                        {"dels", d.dels},
                        {"deadLeasesReaped", d.dead_leases_reaped},
-                       {"busyRejections", d.busy_rejections}};
+                       {"busyRejections", d.busy_rejections},
+                       {"rebootReclaims", d.reboot_reclaims}};
     out["blocks"] = json::array();
     for (const auto& b : d.blocks) {
         out["blocks"].push_back({{"cidr", b.cidr},

@@ -233,6 +233,7 @@ int cmd_stats(const Options& o) {
              {"rollbacks", rollbacks},
              {"deadLeasesReaped", d->dead_leases_reaped},
              {"busyRejections", d->busy_rejections},
+             {"rebootReclaims", d->reboot_reclaims},
              {"leasesHeld", d->leases.size()},
              {"utilisation", slots ? double(in_use) / double(slots) : 0.0},
              {"blocks", blocks}};
@@ -320,9 +321,10 @@ int cmd_render(const Options& o) {
         const engine::u128 step = engine::u128{1} << (c->address.bits() - prefix);
         std::set<std::string> have;
         for (const auto& b : d->blocks) have.insert(b.cidr);
-        for (engine::u128 v = c->network().value; v <= c->last().value && d->blocks.size() < 4096; v += step) {
-            const std::string cidr = engine::IpAddress{v, c->address.family}.to_string() + "/" +
-                                     std::to_string(prefix);
+        for (engine::u128 v = c->network().value; v <= c->last().value && d->blocks.size() < 4096;
+             v += step) {
+            const std::string cidr =
+                engine::IpAddress{v, c->address.family}.to_string() + "/" + std::to_string(prefix);
             if (!have.count(cidr)) {
                 engine::BlockView bv;
                 bv.cidr = cidr;

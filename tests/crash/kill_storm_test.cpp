@@ -127,6 +127,18 @@ TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
         counters["deadLeasesReaped"].get<int>(), seed);
     EXPECT_GT(kills, kRounds * kPerRound / 5);
 
+    // The operator's view after the storm: every verb reads the state the kills left.
+    const std::string rd = dir.sub("run");
+    const json ls = run_ctl({"--run-dir", rd, "ls", "--json"}).json();
+    ASSERT_EQ(ls.size(), 1u);
+    EXPECT_EQ(ls[0]["inUse"].get<size_t>(), live.size());
+    const json stats = run_ctl({"--run-dir", rd, "stats", "storm", "--json"}).json();
+    EXPECT_GT(stats["deadLeasesReaped"].get<int>(), 0);
+    EXPECT_EQ(stats["leasesHeld"], 0);
+    EXPECT_EQ(run_ctl({"--run-dir", rd, "metrics"}).exit_code, 0);
+    EXPECT_NE(run_ctl({"--run-dir", rd, "render", "storm"}).out.find("</svg>"), std::string::npos);
+    EXPECT_EQ(run_ctl({"--run-dir", rd, "repair", "storm"}).out, "nothing to repair\n");
+
     // Release everything, then fill: exactly the usable addresses, 0 leaked.
     for (const auto& id : live) ASSERT_EQ(run_plugin(cni_env("DEL", id), config).exit_code, 0);
     json fill = cfg;

@@ -188,6 +188,8 @@ TEST(Reboot, ManyProcessesStartingAtOnceRebuildOnceAndReclaim) {
         if (a.value("containerID", "").rfind("before", 0) == 0) ++before;
     }
     EXPECT_EQ(before, 0u) << "pre-reboot sandboxes hold nothing after the reboot";
+    auto stats = run_ctl({"--run-dir", dir.sub("run"), "stats", "rb", "--json"});
+    EXPECT_EQ(stats.json()["rebootReclaims"], 119) << stats.out;
 }
 
 TEST(Reboot, ARunDirectoryThatSurvivesARebootIsRetiredAndRebuilt) {

@@ -216,7 +216,8 @@ TEST_F(Ctl, RenderIsWellFormedSvgWithOneCellPerAddress) {
     ASSERT_EQ(full.exit_code, 0);
     EXPECT_TRUE(well_formed_xml(full.out, &why)) << why;
     size_t second_block = 0;
-    for (size_t p = 0; (p = full.out.find("<title>10.91.1.", p)) != std::string::npos; ++p) ++second_block;
+    for (size_t p = 0; (p = full.out.find("<title>10.91.1.", p)) != std::string::npos; ++p)
+        ++second_block;
     EXPECT_EQ(second_block, 256u);
 }
 
