@@ -127,6 +127,8 @@ Expected<NetworkDump> dump(NetworkStore& store) {
     auto& h = store.index().header();
     d.network = shm::read_fixed(h.network, sizeof h.network);
     d.data_dir = shm::read_fixed(h.data_dir, sizeof h.data_dir);
+    d.ranges = store.ranges_text();
+    d.reuse_delay_ms = store.reuse_delay_ms();
     d.adds = shm::load_word(h.adds);
     d.dels = shm::load_word(h.dels);
     d.dead_leases_reaped = shm::load_word(h.dead_leases_reaped);

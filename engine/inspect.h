@@ -42,6 +42,8 @@ struct LeaseView {
 struct NetworkDump {
     std::string network;
     std::string data_dir;
+    std::string ranges;  // as the config last used them describe them
+    uint64_t reuse_delay_ms = 0;
     std::vector<BlockView> blocks;
     std::vector<SlotView> slots;    // every slot that is not free
     std::vector<LeaseView> leases;  // held leases

@@ -10,6 +10,7 @@
 
 #include "engine/migration.h"
 #include "engine/rebuild.h"
+#include "shm/atomic_word.h"
 #include "shm/clock.h"
 #include "shm/fault_point.h"
 
@@ -67,6 +68,8 @@ shm::SyncMode sync_mode_for(const NetworkConfig& cfg) {
 }
 
 }  // namespace
+
+void record_config(format::IndexHeader& h, const NetworkConfig& cfg);
 
 Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& cfg,
                                                            const shm::ProcessIdentity& self) {
@@ -129,7 +132,56 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
         return make_error(Code::kTryAgainLater, "the network's state is being rebuilt",
                           s->index_.path());
     }
+    record_config(s->index_.header(), cfg);
     return s;
+}
+
+namespace {
+
+std::string describe_ranges(const NetworkConfig& cfg) {
+    std::string s;
+    for (size_t i = 0; i < cfg.range_sets.size(); ++i) {
+        if (i) s += " ; ";
+        for (size_t k = 0; k < cfg.range_sets[i].size(); ++k) {
+            if (k) s += ", ";
+            const Range& r = cfg.range_sets[i][k];
+            s += r.subnet.to_string() + " [" + r.start.to_string() + "-" + r.end.to_string() + "]";
+        }
+    }
+    return s.substr(0, format::kRangesTextBytes - 1);
+}
+
+}  // namespace
+
+// Display fields: a seqlock, so a reader never shows a torn text; written only on change, so the
+// claim path pays one comparison.
+void record_config(format::IndexHeader& h, const NetworkConfig& cfg) {
+    if (shm::load_word(h.reuse_delay_ms, std::memory_order_relaxed) != cfg.reuse_delay_ms) {
+        shm::store_word(h.reuse_delay_ms, cfg.reuse_delay_ms, std::memory_order_relaxed);
+    }
+    const std::string text = describe_ranges(cfg);
+    if (std::strncmp(h.ranges_text, text.c_str(), sizeof h.ranges_text) == 0) return;
+    uint64_t seq = shm::load_word(h.ranges_seq);
+    if (seq % 2 == 1 || !shm::cas_word(h.ranges_seq, seq, seq + 1)) return;  // someone else is
+    std::memset(h.ranges_text, 0, sizeof h.ranges_text);
+    std::memcpy(h.ranges_text, text.data(), text.size());
+    shm::store_word(h.ranges_seq, seq + 2);
+}
+
+std::string NetworkStore::ranges_text() {
+    const auto& h = index_.header();
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const uint64_t s1 = shm::load_word(h.ranges_seq);
+        if (s1 % 2 == 1) continue;
+        std::string t(h.ranges_text, strnlen(h.ranges_text, sizeof h.ranges_text));
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (shm::load_word(h.ranges_seq) == s1) return t;
+    }
+    return "";
+}
+
+uint64_t NetworkStore::reuse_delay_ms() {
+    return shm::load_word(index_.header().reuse_delay_ms);
 }
 
 void NetworkStore::remove_retired_index() {

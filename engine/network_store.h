@@ -27,6 +27,9 @@ class NetworkStore {
     // Opens an existing network's state directory (tools); no config needed.
     static Expected<std::unique_ptr<NetworkStore>> open_existing(const std::string& state_dir,
                                                                  shm::Access access);
+    // The configured ranges and reuseDelay, as last recorded in the index (display only).
+    std::string ranges_text();
+    uint64_t reuse_delay_ms();
     // For repairs: the tool acts like an invocation (it may retire damaged state).
     void act_as_invocation() { tool_ = false; }
 

@@ -25,9 +25,10 @@ inline constexpr char kIndexMagic[8] = {'S', 'H', 'M', 'I', 'P', 'I', 'D', 'X'};
 
 inline constexpr size_t kHeaderBytes = 4096;  // both kinds of file start with one header page
 inline constexpr size_t kCacheLine = 64;
-inline constexpr size_t kDataDirBytes = 256;  // NUL-terminated; longer dataDirs are refused
-inline constexpr size_t kNetworkBytes = 128;  // NUL-terminated; longer names are refused
-inline constexpr size_t kMaxRangeSets = 4;    // addresses per attachment (one per range set)
+inline constexpr size_t kDataDirBytes = 256;     // NUL-terminated; longer dataDirs are refused
+inline constexpr size_t kNetworkBytes = 128;     // NUL-terminated; longer names are refused
+inline constexpr size_t kMaxRangeSets = 4;       // addresses per attachment (one per range set)
+inline constexpr size_t kRangesTextBytes = 496;  // display copy of the configured ranges
 
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free,
               "cross-process atomics need lock-free 8-byte words");
@@ -226,7 +227,12 @@ struct IndexHeader {
     // Next journal record number (fetch-add reserves records); set by scanning the journal when
     // the index is created.
     alignas(kCacheLine) uint64_t journal_tail;
-    uint8_t pad_tail[kHeaderBytes - 1024 - 5 * kCacheLine];
+    // For people: the range sets and reuseDelay of the config last used, rewritten only when
+    // they change. ranges_seq is a seqlock (odd while being written).
+    alignas(kCacheLine) uint64_t reuse_delay_ms;
+    uint64_t ranges_seq;
+    char ranges_text[kRangesTextBytes];
+    uint8_t pad_tail[kHeaderBytes - 1024 - 6 * kCacheLine - kRangesTextBytes];
 };
 static_assert(sizeof(IndexHeader) == kHeaderBytes);
 static_assert(offsetof(IndexHeader, header_crc) < 1024);

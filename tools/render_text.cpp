@@ -27,10 +27,11 @@ std::string age(uint64_t since_unix_ns) {
     return buf;
 }
 
-std::string cooling_for(uint64_t released_boot_ns) {
+std::string cooling_for(uint64_t released_boot_ns, uint64_t delay_ms) {
     const uint64_t now = shm::boot_ns();
-    const uint64_t s = now > released_boot_ns ? (now - released_boot_ns) / 1'000'000'000u : 0;
-    return "released " + std::to_string(s) + "s ago";
+    const uint64_t until = released_boot_ns + delay_ms * 1'000'000;
+    if (now >= until) return "cool-down over: reusable";
+    return "cooling for " + std::to_string((until - now + 999'999'999) / 1'000'000'000) + "s more";
 }
 
 }  // namespace
@@ -39,6 +40,8 @@ json dump_to_json(const engine::NetworkDump& d) {
     json out;
     out["network"] = d.network;
     out["dataDir"] = d.data_dir;
+    out["ranges"] = d.ranges;
+    out["reuseDelayMs"] = d.reuse_delay_ms;
     out["counters"] = {{"adds", d.adds},
                        {"dels", d.dels},
                        {"deadLeasesReaped", d.dead_leases_reaped},
@@ -67,7 +70,12 @@ json dump_to_json(const engine::NetworkDump& d) {
         if (!s.pod.empty()) j["pod"] = s.pod;
         if (s.imported) j["importedFromHostLocal"] = true;
         if (s.allocated_unix_ns != 0) j["allocatedUnixNs"] = s.allocated_unix_ns;
-        if (s.state == "cooling") j["releasedBootNs"] = s.released_boot_ns;
+        if (s.state == "cooling") {
+            j["releasedBootNs"] = s.released_boot_ns;
+            const uint64_t until = s.released_boot_ns + d.reuse_delay_ms * 1'000'000;
+            const uint64_t now = shm::boot_ns();
+            j["coolingMsLeft"] = now >= until ? 0 : (until - now) / 1'000'000;
+        }
         out["allocations"].push_back(j);
     }
     out["leases"] = json::array();
@@ -79,6 +87,7 @@ json dump_to_json(const engine::NetworkDump& d) {
 
 std::string dump_to_table(const engine::NetworkDump& d) {
     std::string out = "network " + d.network + " (dataDir " + d.data_dir + ")\n";
+    if (!d.ranges.empty()) out += "ranges " + d.ranges + "\n";
     char line[512];
     for (const auto& b : d.blocks) {
         std::snprintf(line, sizeof line, "block %-22s %6llu in use, %4llu cooling of %llu\n",
@@ -94,7 +103,7 @@ std::string dump_to_table(const engine::NetworkDump& d) {
         if (s.holder_pid != 0) state += " by pid " + std::to_string(s.holder_pid);
         std::string cid = s.container_id.substr(0, 20);
         std::string extra = s.pod;
-        if (s.state == "cooling") extra = cooling_for(s.released_boot_ns);
+        if (s.state == "cooling") extra = cooling_for(s.released_boot_ns, d.reuse_delay_ms);
         if (s.imported) extra += extra.empty() ? "(from host-local)" : " (from host-local)";
         std::snprintf(line, sizeof line, "%-40s %-10s %-20s %-10s %-6s %s\n",
                       s.address.to_string().c_str(), state.c_str(), cid.empty() ? "-" : cid.c_str(),

@@ -164,6 +164,8 @@ int cmd_ls(const Options& o) {
         }
         out.push_back({{"network", n},
                        {"dataDir", d->data_dir},
+                       {"ranges", d->ranges},
+                       {"reuseDelayMs", d->reuse_delay_ms},
                        {"blocks", blocks},
                        {"addresses", slots},
                        {"inUse", in_use},
@@ -189,6 +191,8 @@ int cmd_ls(const Options& o) {
                     n["dataDir"].get<std::string>().c_str(), n["blocks"].size(),
                     (unsigned long long)n["inUse"].get<uint64_t>(),
                     (unsigned long long)n["cooling"].get<uint64_t>(), used);
+        std::printf("  ranges %s; reuseDelay %.1fs\n", n["ranges"].get<std::string>().c_str(),
+                    n["reuseDelayMs"].get<double>() / 1000);
         for (const auto& b : n["blocks"]) {
             std::printf("  %-22s %6llu in use, %4llu cooling of %llu\n",
                         b["cidr"].get<std::string>().c_str(),

@@ -83,6 +83,9 @@ TEST_F(Ctl, LsStatsAndDumpMatchWhatWasAllocated) {
     ASSERT_EQ(ls.size(), 1u);
     EXPECT_EQ(ls[0]["network"], "ops");
     EXPECT_EQ(ls[0]["inUse"], 80) << "40 attachments, two addresses each";
+    EXPECT_EQ(ls[0]["ranges"],
+              "10.91.0.0/23 [10.91.0.1-10.91.1.254] ; fd91::/120 [fd91::1-fd91::ff]");
+    EXPECT_EQ(ls[0]["reuseDelayMs"], 0);
     const json stats = ctl_json({"stats", "ops", "--json"});
     EXPECT_EQ(stats["adds"], 40);
     EXPECT_EQ(stats["claims"], 80);
@@ -96,6 +99,19 @@ TEST_F(Ctl, LsStatsAndDumpMatchWhatWasAllocated) {
     EXPECT_EQ(by_addr["allocations"][0]["containerID"], "c0");
     const json by_cid = ctl_json({"dump", "ops", "--json", "--container", "c1"});
     EXPECT_EQ(by_cid["allocations"].size(), 2u * 11) << "c1 and c10..c19";
+}
+
+TEST_F(Ctl, DumpSaysHowLongAnAddressStillCools) {
+    json slow = cfg;
+    slow["ipam"]["reuseDelay"] = 600;
+    ASSERT_EQ(run_plugin(cni_env("DEL", "c9"), slow.dump()).exit_code, 0);
+    const json d = ctl_json({"dump", "ops", "--json", "--state", "cooling"});
+    ASSERT_EQ(d["allocations"].size(), 2u);
+    const auto left = d["allocations"][0]["coolingMsLeft"].get<uint64_t>();
+    EXPECT_GT(left, 590'000u);
+    EXPECT_LE(left, 600'000u);
+    EXPECT_NE(ctl({"dump", "ops", "--state", "cooling"}).out.find("cooling for 600s more"),
+              std::string::npos);
 }
 
 TEST_F(Ctl, ReleaseIsADryRunUnlessApplied) {
