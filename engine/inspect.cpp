@@ -122,12 +122,55 @@ Expected<size_t> rejournal_allocations(NetworkStore& store) {
     return missing.size();
 }
 
+namespace {
+
+// Parses the display text the plugin records ("CIDR [start-end], ... ; CIDR [start-end]").
+std::vector<RangeView> parse_ranges(const std::string& text) {
+    std::vector<RangeView> out;
+    size_t set = 0, pos = 0;
+    while (pos < text.size()) {
+        const size_t semi = text.find(" ; ", pos);
+        const std::string part =
+            text.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
+        size_t p = 0;
+        while (p < part.size()) {
+            const size_t comma = part.find(", ", p);
+            const std::string r =
+                part.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
+            const size_t lb = r.find(" ["), dash = r.find('-', lb), rb = r.find(']', lb);
+            if (lb != std::string::npos && dash != std::string::npos && rb != std::string::npos) {
+                auto s = IpAddress::parse(r.substr(lb + 2, dash - lb - 2));
+                auto e = IpAddress::parse(r.substr(dash + 1, rb - dash - 1));
+                if (s && e && s->family == e->family && s->value <= e->value) {
+                    RangeView v;
+                    v.range_set = set;
+                    v.subnet = r.substr(0, lb);
+                    v.start = *s;
+                    v.end = *e;
+                    const u128 n = e->value - s->value + 1;
+                    v.size = n > u128{~uint64_t{0}} ? ~uint64_t{0} : uint64_t(n);
+                    out.push_back(v);
+                }
+            }
+            if (comma == std::string::npos) break;
+            p = comma + 2;
+        }
+        if (semi == std::string::npos) break;
+        pos = semi + 3;
+        ++set;
+    }
+    return out;
+}
+
+}  // namespace
+
 Expected<NetworkDump> dump(NetworkStore& store) {
     NetworkDump d;
     auto& h = store.index().header();
     d.network = shm::read_fixed(h.network, sizeof h.network);
     d.data_dir = shm::read_fixed(h.data_dir, sizeof h.data_dir);
     d.ranges = store.ranges_text();
+    d.range_views = parse_ranges(d.ranges);
     d.reuse_delay_ms = store.reuse_delay_ms();
     d.adds = shm::load_word(h.adds);
     d.dels = shm::load_word(h.dels);
@@ -178,6 +221,19 @@ Expected<NetworkDump> dump(NetworkStore& store) {
             d.slots.push_back(v);
         }
         d.blocks.push_back(bv);
+    }
+    for (const auto& s : d.slots) {
+        for (auto& r : d.range_views) {
+            if (s.address.family != r.start.family || s.address.value < r.start.value ||
+                s.address.value > r.end.value) {
+                continue;
+            }
+            if (s.state == "cooling") {
+                ++r.cooling;
+            } else {
+                ++r.in_use;
+            }
+        }
     }
     auto& leases = store.index().leases();
     for (uint32_t i = 0; i < leases.size(); ++i) {

@@ -39,10 +39,20 @@ struct LeaseView {
     bool alive = false;
 };
 
+struct RangeView {
+    size_t range_set = 0;
+    std::string subnet;  // CIDR
+    IpAddress start, end;
+    uint64_t size = 0;
+    uint64_t in_use = 0;  // allocated (or mid-transition) addresses inside [start, end]
+    uint64_t cooling = 0;
+};
+
 struct NetworkDump {
     std::string network;
     std::string data_dir;
-    std::string ranges;  // as the config last used them describe them
+    std::string ranges;                  // as the config last used them describe them
+    std::vector<RangeView> range_views;  // the same, parsed, with utilisation
     uint64_t reuse_delay_ms = 0;
     std::vector<BlockView> blocks;
     std::vector<SlotView> slots;    // every slot that is not free

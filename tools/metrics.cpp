@@ -54,6 +54,10 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
          "counter",
          "Addresses of another boot's sandboxes reclaimed when the state was rebuilt.",
          {}},
+        {"shmipam_range_addresses",
+         "gauge",
+         "Addresses of a configured range by state (in_use, cooling, size).",
+         {}},
     };
     auto add = [&](size_t fam, const std::string& labels, uint64_t v) {
         fams[fam].samples.push_back(std::string(fams[fam].name) + "{" + labels + "} " +
@@ -88,6 +92,14 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
         add(9, net, n.busy_rejections);
         add(10, net, n.leases.size());
         add(11, net, n.reboot_reclaims);
+        for (const auto& r : n.range_views) {
+            const std::string rl =
+                net + ",range_set=\"" + std::to_string(r.range_set) + "\",range=\"" +
+                escape_label(r.start.to_string() + "-" + r.end.to_string()) + "\"";
+            add(12, rl + ",state=\"in_use\"", r.in_use);
+            add(12, rl + ",state=\"cooling\"", r.cooling);
+            add(12, rl + ",state=\"size\"", r.size);
+        }
     }
     std::string out;
     for (const auto& f : fams) {

@@ -240,7 +240,18 @@ int cmd_stats(const Options& o) {
              {"rebootReclaims", d->reboot_reclaims},
              {"leasesHeld", d->leases.size()},
              {"utilisation", slots ? double(in_use) / double(slots) : 0.0},
+             {"ranges", json::array()},
              {"blocks", blocks}};
+    for (const auto& r : d->range_views) {
+        out["ranges"].push_back(
+            {{"rangeSet", r.range_set},
+             {"subnet", r.subnet},
+             {"range", r.start.to_string() + "-" + r.end.to_string()},
+             {"size", r.size},
+             {"inUse", r.in_use},
+             {"cooling", r.cooling},
+             {"utilisation", r.size ? double(r.in_use) / double(r.size) : 0.0}});
+    }
     if (o.json) {
         std::cout << out.dump(2) << "\n";
         return kExitClean;
@@ -252,6 +263,14 @@ int cmd_stats(const Options& o) {
         (unsigned long long)claims, (unsigned long long)releases, (unsigned long long)retries,
         (unsigned long long)rollbacks, (unsigned long long)d->dead_leases_reaped,
         (unsigned long long)d->busy_rejections, d->leases.size());
+    for (const auto& r : out["ranges"]) {
+        std::printf("  range set %d %s %s: %5.1f%% used (%llu in use, %llu cooling of %llu)\n",
+                    r["rangeSet"].get<int>(), r["subnet"].get<std::string>().c_str(),
+                    r["range"].get<std::string>().c_str(), 100 * r["utilisation"].get<double>(),
+                    (unsigned long long)r["inUse"].get<uint64_t>(),
+                    (unsigned long long)r["cooling"].get<uint64_t>(),
+                    (unsigned long long)r["size"].get<uint64_t>());
+    }
     for (const auto& b : blocks) {
         std::printf("  %-22s %5.1f%% used (%llu in use, %llu cooling of %llu)\n",
                     b["cidr"].get<std::string>().c_str(), 100 * b["utilisation"].get<double>(),

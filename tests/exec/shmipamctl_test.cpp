@@ -89,6 +89,11 @@ TEST_F(Ctl, LsStatsAndDumpMatchWhatWasAllocated) {
     const json stats = ctl_json({"stats", "ops", "--json"});
     EXPECT_EQ(stats["adds"], 40);
     EXPECT_EQ(stats["claims"], 80);
+    ASSERT_EQ(stats["ranges"].size(), 2u);
+    EXPECT_EQ(stats["ranges"][0]["range"], "10.91.0.1-10.91.1.254");
+    EXPECT_EQ(stats["ranges"][0]["inUse"], 40);
+    EXPECT_EQ(stats["ranges"][1]["rangeSet"], 1);
+    EXPECT_EQ(stats["ranges"][1]["inUse"], 40);
     const json dump = ctl_json({"dump", "ops", "--json"});
     EXPECT_EQ(dump["allocations"].size(), 80u);
     const json one = ctl_json({"dump", "ops", "--json", "--pod", "ns/p5"});
@@ -184,6 +189,10 @@ TEST_F(Ctl, MetricsFollowTheExpositionGrammar) {
             "shmipam_addresses{network=\"ops\",block=\"10.91.0.0/24\",state=\"allocated\"} 40"),
         std::string::npos)
         << r.out;
+    EXPECT_NE(
+        r.out.find("shmipam_range_addresses{network=\"ops\",range_set=\"0\",range=\"10.91.0.1-"
+                   "10.91.1.254\",state=\"in_use\"} 40"),
+        std::string::npos);
     ASSERT_EQ(ctl({"metrics", "--textfile", dir.path()}).exit_code, 0);
     EXPECT_EQ(read_file(dir.sub("shmipam.prom")), r.out);
 }
