@@ -32,21 +32,39 @@ std::string temp_name(const std::string& name) {
     return temp_prefix(name) + std::to_string(::getpid()) + "." + std::to_string(rd());
 }
 
-// Removes files a creator that died midway left aside (".<name>.tmp.<pid>.<n>" of a dead pid).
-// Only creators call this, and only when they are about to create.
-void remove_dead_creators_files(const std::string& dir, const std::string& name) {
+// Looks at the files creators left aside (".<name>.tmp.<pid>.<n>"): removes those of dead pids
+// and says whether a live creator is at work.
+bool sweep_creators_files(const std::string& dir, const std::string& name) {
     DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return;
+    if (d == nullptr) return false;
     const std::string prefix = temp_prefix(name);
+    bool live = false;
     while (dirent* ent = ::readdir(d)) {
         const std::string n = ent->d_name;
         if (n.compare(0, prefix.size(), prefix) != 0) continue;
         const long pid = std::strtol(n.c_str() + prefix.size(), nullptr, 10);
-        if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+        if (pid <= 0 || pid == long(::getpid())) continue;
+        if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
             ::unlink((dir + "/" + n).c_str());
+        } else {
+            live = true;
         }
     }
     ::closedir(d);
+    return live;
+}
+
+// Many first callers of a network arrive together; building the same (possibly large) file
+// once each is wasted work. While a live creator is at work, wait a little for its file
+// (correctness never depends on this: link() decides, and a dead creator is not waited for).
+bool wait_for_other_creator(const std::string& dir, const std::string& name,
+                            const std::string& final_path) {
+    for (int i = 0; i < 2000; ++i) {
+        if (file_exists(final_path)) return true;
+        if (!sweep_creators_files(dir, name)) return false;
+        ::usleep(1000);
+    }
+    return file_exists(final_path);
 }
 
 }  // namespace
@@ -72,7 +90,7 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
                                    const std::function<Status(std::span<std::byte>)>& init) {
     const std::string final_path = dir + "/" + name;
     if (file_exists(final_path)) return Publish::kAlreadyExisted;
-    remove_dead_creators_files(dir, name);
+    if (wait_for_other_creator(dir, name, final_path)) return Publish::kAlreadyExisted;
     const std::string tmp_path = dir + "/" + temp_name(name);
     int fd = ::open(tmp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return io_error("cannot create", tmp_path, errno);
