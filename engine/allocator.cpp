@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/attachment_index.h"
+#include "engine/entry_fields.h"
 #include "engine/journal_records.h"
 #include "engine/next_fit.h"
 #include "engine/recovery.h"
@@ -60,17 +61,6 @@ AttachmentIndex make_index(NetworkStore& store) {
     return AttachmentIndex(store.index(), [&store](uint64_t entry_index, uint64_t entry_word) {
         return heal_entry_if_orphaned(store, entry_index, entry_word);
     });
-}
-
-void copy_truncated(char* dst, size_t cap, const std::string& s) {
-    std::memset(dst, 0, cap);
-    std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
-}
-
-IpAddress ref_address(const format::AddressRef& r) {
-    std::array<uint8_t, 16> b{};
-    std::copy(std::begin(r.address), std::end(r.address), b.begin());
-    return IpAddress::from_bytes(Family(r.family), b);
 }
 
 // How long a DEL waits for a concurrent ADD or DEL of the same attachment to finish.

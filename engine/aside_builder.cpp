@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "engine/attachment_index.h"
+#include "engine/entry_fields.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
 #include "shm/state_words.h"
@@ -15,11 +16,6 @@ using shm::EntryWord;
 using shm::SlotWord;
 
 namespace {
-
-void copy_truncated(char* dst, size_t cap, const std::string& s) {
-    std::memset(dst, 0, cap);
-    std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
-}
 
 // The first tenancy of an entry: claimed (generation 1) and committed.
 uint64_t first_tenancy_word(const Fingerprint& fp) {

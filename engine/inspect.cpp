@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/attachment_index.h"
+#include "engine/entry_fields.h"
 #include "engine/journal_records.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
@@ -43,16 +44,6 @@ namespace {
 IpAddress block_base(const shm::BlockFile& b) {
     const auto g = b.geometry();
     return IpAddress::from_bytes(Family(g.family), g.base);
-}
-
-IpAddress ref_address(const format::AddressRef& r) {
-    std::array<uint8_t, 16> b{};
-    std::copy(std::begin(r.address), std::end(r.address), b.begin());
-    return IpAddress::from_bytes(Family(r.family), b);
-}
-
-std::string fixed(const char* s, size_t cap) {
-    return std::string(s, strnlen(s, cap));
 }
 
 // Whether the lease (index, low 16 bits of gen) is held by a live process right now.

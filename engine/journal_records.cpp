@@ -2,14 +2,11 @@
 
 #include <cstring>
 
+#include "engine/entry_fields.h"
+
 namespace shmipam::engine {
 
-namespace {
-void copy_truncated(char* dst, size_t cap, const std::string& s) {
-    std::memset(dst, 0, cap);
-    std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
-}
-}  // namespace
+namespace {}  // namespace
 
 format::JournalRecord make_record(format::JournalOp op, const IpAddress& address,
                                   uint8_t block_prefix, size_t range_set, uint32_t slot_gen,

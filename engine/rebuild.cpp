@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 
+#include "engine/entry_fields.h"
 #include "engine/journal_records.h"
 #include "engine/next_fit.h"
 
@@ -11,13 +12,7 @@ namespace shmipam::engine {
 using format::JournalOp;
 using format::JournalRecord;
 
-namespace {
-
-std::string fixed(const char* s, size_t cap) {
-    return std::string(s, strnlen(s, cap));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
                                             const shm::Journal::ScanResult& scan,

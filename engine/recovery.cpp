@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/attachment_index.h"
+#include "engine/entry_fields.h"
 #include "engine/journal_records.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
@@ -31,12 +32,6 @@ RefSnapshot snapshot_refs(NetworkStore& store, uint64_t entry_index) {
     for (size_t r = 0; r < n; ++r) snap[r] = e.refs[r];
     std::atomic_thread_fence(std::memory_order_acquire);
     return snap;
-}
-
-IpAddress ref_address(const format::AddressRef& r) {
-    std::array<uint8_t, 16> b{};
-    std::copy(std::begin(r.address), std::end(r.address), b.begin());
-    return IpAddress::from_bytes(Family(r.family), b);
 }
 
 // Calls fn(block, slot) for each referenced slot; false when a block cannot be opened.

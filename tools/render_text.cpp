@@ -36,6 +36,18 @@ std::string cooling_for(uint64_t released_boot_ns, uint64_t delay_ms) {
 
 }  // namespace
 
+json block_json(const engine::BlockView& b) {
+    return {{"cidr", b.cidr},
+            {"slots", b.slots},
+            {"inUse", b.in_use},
+            {"cooling", b.cooling},
+            {"claims", b.claims},
+            {"releases", b.releases},
+            {"casRetries", b.cas_retries},
+            {"rollbacks", b.rollbacks},
+            {"utilisation", b.slots ? double(b.in_use) / double(b.slots) : 0.0}};
+}
+
 json dump_to_json(const engine::NetworkDump& d) {
     json out;
     out["network"] = d.network;
@@ -48,16 +60,7 @@ json dump_to_json(const engine::NetworkDump& d) {
                        {"busyRejections", d.busy_rejections},
                        {"rebootReclaims", d.reboot_reclaims}};
     out["blocks"] = json::array();
-    for (const auto& b : d.blocks) {
-        out["blocks"].push_back({{"cidr", b.cidr},
-                                 {"slots", b.slots},
-                                 {"inUse", b.in_use},
-                                 {"cooling", b.cooling},
-                                 {"claims", b.claims},
-                                 {"releases", b.releases},
-                                 {"casRetries", b.cas_retries},
-                                 {"rollbacks", b.rollbacks}});
-    }
+    for (const auto& b : d.blocks) out["blocks"].push_back(block_json(b));
     out["allocations"] = json::array();
     for (const auto& s : d.slots) {
         json j{

@@ -8,6 +8,7 @@
 
 namespace shmipam::tools {
 
+nlohmann::json block_json(const engine::BlockView& b);
 nlohmann::json dump_to_json(const engine::NetworkDump& d);
 std::string dump_to_table(const engine::NetworkDump& d);
 

@@ -212,15 +212,7 @@ int cmd_stats(const Options& o) {
     json blocks = json::array();
     uint64_t claims = 0, releases = 0, retries = 0, rollbacks = 0, slots = 0, in_use = 0;
     for (const auto& b : d->blocks) {
-        blocks.push_back({{"cidr", b.cidr},
-                          {"slots", b.slots},
-                          {"inUse", b.in_use},
-                          {"cooling", b.cooling},
-                          {"claims", b.claims},
-                          {"releases", b.releases},
-                          {"casRetries", b.cas_retries},
-                          {"rollbacks", b.rollbacks},
-                          {"utilisation", b.slots ? double(b.in_use) / double(b.slots) : 0.0}});
+        blocks.push_back(block_json(b));
         claims += b.claims;
         releases += b.releases;
         retries += b.cas_retries;
