@@ -7,12 +7,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/allocator.h"
 #include "engine/network_store.h"
 #include "engine/slot_ops.h"
 #include "shm/clock.h"
+#include "shm/journal.h"
 #include "shm/process_identity.h"
 
 using namespace shmipam;
@@ -89,6 +92,106 @@ void BM_SlotClaimPublishRelease(benchmark::State& state) {
     net.store->index().leases().release(lease);
 }
 BENCHMARK(BM_SlotClaimPublishRelease);
+
+// N threads, each with its own mapping (as processes have), claiming and releasing on one /16.
+// Reports total throughput (items/s) and the CAS retries the claims lost to each other.
+Net& shared_net() {
+    static Net net("10.33.0.0/16");  // one network for every run and thread of the benchmark
+    return net;
+}
+
+void BM_AddDelThreads(benchmark::State& state) {
+    static std::mutex mu;
+    engine::NetworkConfig cfg;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        cfg = shared_net().cfg;
+    }
+    // Every thread opens its own view of the same network.
+    auto opened = engine::NetworkStore::open(cfg, shm::current_process());
+    if (!opened) {
+        state.SkipWithError(opened.error().msg.c_str());
+        return;
+    }
+    auto store = std::move(*opened);
+    engine::Allocator alloc(*store, cfg);
+    engine::AddRequest req;
+    req.key = {"t" + std::to_string(state.thread_index()), "eth0"};
+    for (auto _ : state) {
+        if (!alloc.add(req)) state.SkipWithError("add failed");
+        if (!alloc.del(req.key)) state.SkipWithError("del failed");
+    }
+    state.SetItemsProcessed(state.iterations());
+    if (state.thread_index() == 0) {
+        uint64_t retries = 0;
+        auto blocks = store->all_blocks();  // keep it alive: the loop refers into it
+        if (blocks) {
+            for (auto* b : *blocks) retries += b->header().cas_retries;
+        }
+        state.counters["cas_retries"] = double(retries);
+    }
+}
+BENCHMARK(BM_AddDelThreads)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+
+// DEL's lookup among 65,536 live attachments: the index finds the attachment in O(1) probes.
+void BM_DelLookupAmong65536(benchmark::State& state) {
+    Net net("10.34.0.0/15");
+    for (int i = 0; i < 65536; ++i) {
+        engine::AddRequest r;
+        r.key = {"live" + std::to_string(i), "eth0"};
+        if (!net.alloc->add(r)) {
+            state.SkipWithError("fill failed");
+            return;
+        }
+    }
+    int i = 0;
+    for (auto _ : state) {
+        const std::string id = "live" + std::to_string(i++ % 65536);
+        auto held = net.alloc->addresses_of({id, "eth0"});
+        benchmark::DoNotOptimize(held);
+    }
+}
+BENCHMARK(BM_DelLookupAmong65536)->Iterations(200000);
+
+// What every invocation pays to map a network: the index and one block (a /24 network).
+void BM_OpenNetwork(benchmark::State& state) {
+    Net net("10.35.0.0/24");
+    engine::AddRequest r;
+    r.key = {"x", "eth0"};
+    (void)net.alloc->add(r);
+    for (auto _ : state) {
+        auto s = engine::NetworkStore::open(net.cfg, shm::current_process());
+        auto b = (*s)->block_for(*engine::IpAddress::parse("10.35.0.2"), false);
+        benchmark::DoNotOptimize(b);
+    }
+}
+BENCHMARK(BM_OpenNetwork);
+
+// One journal append of two records (a dual-stack ADD), without and with fdatasync, on the
+// directory given by SHMIPAM_BENCH_DISK (default /var/tmp: a disk here).
+void BM_JournalAppend(benchmark::State& state) {
+    const bool sync = state.range(0) != 0;
+    const char* base = std::getenv("SHMIPAM_BENCH_DISK");
+    std::string dir = std::string(base ? base : "/var/tmp") + "/shmipam-bench-journal-XXXXXX";
+    if (::mkdtemp(dir.data()) == nullptr) {
+        state.SkipWithError("mkdtemp failed");
+        return;
+    }
+    shm::Journal j(dir, sync ? shm::SyncMode::kFdatasync : shm::SyncMode::kNone);
+    uint64_t tail = 0;
+    format::JournalRecord recs[2] = {};
+    for (auto& r : recs) {
+        r.op = 1;
+        r.family = 4;
+    }
+    for (auto _ : state) {
+        if (tail + 2 >= format::kJournalRecordsPerSegment * 8) tail = 0;  // stay in 8 segments
+        if (!j.append(tail, recs)) state.SkipWithError("append failed");
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+}
+BENCHMARK(BM_JournalAppend)->Arg(0)->Arg(1)->UseRealTime();
 
 }  // namespace
 
