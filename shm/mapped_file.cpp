@@ -127,6 +127,10 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
 
 Status make_dirs(const std::string& path) {
     if (path.empty()) return make_error(Code::kInvalidConfig, "empty directory path");
+    // Every invocation after the first finds the directory there: one stat, no mkdir per
+    // path component.
+    struct stat existing {};
+    if (::stat(path.c_str(), &existing) == 0 && S_ISDIR(existing.st_mode)) return Ok{};
     std::string cur;
     size_t pos = 0;
     while (pos != std::string::npos) {
