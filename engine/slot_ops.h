@@ -49,8 +49,4 @@ inline uint64_t owner_word(uint64_t entry_index, size_t range_set, uint16_t entr
 inline uint64_t owner_entry_plus_one(uint64_t owner) {
     return owner & 0xFFFFFFFFu;
 }
-inline uint16_t owner_entry_gen(uint64_t owner) {
-    return uint16_t(owner >> 40);
-}
-
 }  // namespace shmipam::engine::slot_ops

@@ -87,10 +87,6 @@ const char* sync_mode_name(SyncMode m) {
     return "?";
 }
 
-bool io_uring_available() {
-    return process_ring().state == 1;
-}
-
 Status write_durably(int fd, const void* buf, size_t len, off_t off, SyncMode mode,
                      SyncMode* used) {
     if (mode == SyncMode::kIoUring) {

@@ -30,7 +30,4 @@ const char* sync_mode_name(SyncMode m);
 Status write_durably(int fd, const void* buf, size_t len, off_t off, SyncMode mode,
                      SyncMode* used = nullptr);
 
-// Whether io_uring can be used in this process (probed once).
-bool io_uring_available();
-
 }  // namespace shmipam::shm

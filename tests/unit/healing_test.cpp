@@ -33,6 +33,18 @@ class HealingTest : public ::testing::Test {
         return shm::SlotWord::decode(slot_ops::load_state(block(), slot)).state;
     }
 
+    // .2 .. .6 are usable: all five must be handed out, .2 (the planted one) included.
+    void fill_expecting_all_five() {
+        std::set<std::string> got;
+        for (int i = 0; i < 5; ++i) {
+            auto out = alloc->add(testing::add_request("c" + std::to_string(i)));
+            ASSERT_TRUE(out) << i << ": " << out.error().msg;
+            got.insert(testing::first_address(out));
+        }
+        EXPECT_EQ(got.count("10.8.0.2"), 1u);
+        testing::expect_verify_clean(*store);
+    }
+
     testing::TempDir dir;
     NetworkConfig cfg;
     std::unique_ptr<NetworkStore> store;
@@ -43,15 +55,7 @@ TEST_F(HealingTest, ASlotClaimingForAGoneLeaseIsReclaimedWhenTheNetworkFillsUp) 
     uint64_t claimed = 0;
     ASSERT_TRUE(
         slot_ops::claim(block(), 2, slot_ops::load_state(block(), 2), gone_lease(), &claimed));
-    // .2 .. .6 are usable: all five must be handed out, the orphaned claim on .2 included.
-    std::set<std::string> got;
-    for (int i = 0; i < 5; ++i) {
-        auto out = alloc->add(testing::add_request("c" + std::to_string(i)));
-        ASSERT_TRUE(out) << i << ": " << out.error().msg;
-        got.insert(testing::first_address(out));
-    }
-    EXPECT_EQ(got.count("10.8.0.2"), 1u);
-    testing::expect_verify_clean(*store);
+    fill_expecting_all_five();
 }
 
 TEST_F(HealingTest, AnAllocationToATenancyThatEndedIsReclaimedWhenTheNetworkFillsUp) {
@@ -68,14 +72,7 @@ TEST_F(HealingTest, AnAllocationToATenancyThatEndedIsReclaimedWhenTheNetworkFill
     for (const auto& v : before->violations) kinds.insert(v.kind);
     // Never journaled either (nothing planted in the journal): verify says both.
     EXPECT_EQ(kinds, (std::set<std::string>{"orphan-allocation", "unjournaled-allocation"}));
-    std::set<std::string> got;
-    for (int i = 0; i < 5; ++i) {
-        auto out = alloc->add(testing::add_request("c" + std::to_string(i)));
-        ASSERT_TRUE(out) << i << ": " << out.error().msg;
-        got.insert(testing::first_address(out));
-    }
-    EXPECT_EQ(got.count("10.8.0.2"), 1u);
-    testing::expect_verify_clean(*store);
+    fill_expecting_all_five();
 }
 
 TEST_F(HealingTest, ASlotReleasingForAGoneLeaseRollsForward) {
