@@ -186,7 +186,7 @@ void BM_JournalAppend(benchmark::State& state) {
     }
     for (auto _ : state) {
         if (tail + 2 >= format::kJournalRecordsPerSegment * 8) tail = 0;  // stay in 8 segments
-        if (!j.append(tail, recs)) state.SkipWithError("append failed");
+        if (!j.append(tail, recs, {})) state.SkipWithError("append failed");
     }
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);

@@ -31,6 +31,7 @@ class LeaseGuard {
         if (!held_) return;
         // A freed lease must never name unfinished work.
         settle_own_work(store_, handle_);
+        store_.set_active_lease(nullptr);
         store_.index().leases().release(handle_);
     }
     LeaseGuard(const LeaseGuard&) = delete;
@@ -42,6 +43,7 @@ class LeaseGuard {
             if (h) {
                 handle_ = *h;
                 held_ = true;
+                store_.set_active_lease(&handle_);  // journal appends carry its intent
                 return Ok{};
             }
             // Full: dead holders may be hogging leases.
@@ -225,7 +227,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
                 format::JournalOp::kAlloc, a, store_.block_prefix(a.family), s,
                 shm::SlotWord::decode(claimed[s].word).gen + 1, fp, text, store_.boot_id(), now));
         }
-        if (auto st = store_.journal().append(store_.index().header().journal_tail, records); !st) {
+        if (auto st = store_.append_journal(records); !st) {
             roll_back_claim(store_, e, entry_word);
             return st.error();
         }

@@ -107,7 +107,7 @@ Expected<size_t> rejournal_allocations(NetworkStore& store) {
                                           shm::unix_ns()));
         }
     }
-    if (auto st = store.journal().append(store.index().header().journal_tail, missing); !st) {
+    if (auto st = store.append_journal(missing); !st) {
         return st.error();
     }
     return missing.size();

@@ -29,6 +29,9 @@ struct NetworkConfig {
     // After a reboot, allocations of sandboxes that cannot exist any more are reclaimed when the
     // state is rebuilt; false keeps them.
     bool reclaim_on_reboot = true;
+    // Once more than this many journal segments (1 MiB each) are past the newest checkpoint, the
+    // invocation that starts the next one writes a checkpoint and drops the segments it covers.
+    uint64_t journal_max_segments = 8;
     std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
 
     std::string state_dir() const { return run_dir + "/" + name; }

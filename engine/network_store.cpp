@@ -79,6 +79,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     s->self_ = self;
     s->prefix_v4_ = cfg.block_prefix_v4;
     s->prefix_v6_ = cfg.block_prefix_v6;
+    s->journal_max_segments_ = cfg.journal_max_segments;
     if (auto st = shm::make_dirs(s->dir_); !st) return st.error();
     if (auto st = shm::make_dirs(cfg.journal_dir()); !st) return st.error();
     s->journal_ = std::make_unique<shm::Journal>(cfg.journal_dir(), sync_mode_for(cfg));
@@ -231,10 +232,27 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
                 return st;
             creation_.imported = imported.size();
             // Imports outlive the arena like any allocation: journal them before publishing.
-            return journal_->append(aside.header().journal_tail, imported);
+            // Nobody else sees the aside index: no intent needed.
+            return journal_->append(aside.header().journal_tail, imported, shm::JournalIntent{});
         });
     if (!created) return created.error();
     return Ok{};
+}
+
+Status NetworkStore::append_journal(std::span<format::JournalRecord> records) {
+    auto& leases = index_.leases();
+    auto append = [&](const shm::LeaseHandle& h) {
+        auto st = journal_->append(index_.header().journal_tail, records,
+                                   shm::JournalIntent{&leases.intent_word(h.index), h.gen16()});
+        if (journal_->started_segment()) compaction_due_ = true;
+        return st;
+    };
+    if (active_lease_ != nullptr) return append(*active_lease_);
+    auto lease = leases.acquire(self_);
+    if (!lease) return lease.error();
+    auto st = append(*lease);
+    leases.release(*lease);
+    return st;
 }
 
 void NetworkStore::remove_blocks_of_other_epochs() {

@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,16 @@ class NetworkStore {
     uint64_t reuse_delay_ms();
     // For repairs: the tool acts like an invocation (it may retire damaged state).
     void act_as_invocation() { tool_ = false; }
+
+    // Appends journal records with the intent of the lease this invocation holds (set by the
+    // operation holding it), or of a lease taken just for the append (tools), so a concurrent
+    // compaction never drops what it writes.
+    Status append_journal(std::span<format::JournalRecord> records);
+    void set_active_lease(const shm::LeaseHandle* lease) { active_lease_ = lease; }
+    // An append of this process started a journal segment: time to consider compacting.
+    bool compaction_due() const { return compaction_due_; }
+    void clear_compaction_due() { compaction_due_ = false; }
+    uint64_t journal_max_segments() const { return journal_max_segments_; }
 
     shm::IndexFile& index() { return index_; }
     shm::Journal& journal() { return *journal_; }
@@ -87,6 +98,9 @@ class NetworkStore {
     void remove_blocks_of_other_epochs();
     void remove_retired_index();
     bool tool_ = false;
+    const shm::LeaseHandle* active_lease_ = nullptr;
+    bool compaction_due_ = false;
+    uint64_t journal_max_segments_ = 0;  // 0: never compact (tools)
     std::vector<format::JournalRecord> pending_checkpoint_;  // a rebuild's replay, to compact
     uint64_t pending_covered_ =
         0;  // opened by shmipamctl: report damage, never act on it by itself

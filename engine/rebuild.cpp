@@ -12,31 +12,19 @@ namespace shmipam::engine {
 using format::JournalOp;
 using format::JournalRecord;
 
-namespace {}  // namespace
-
 Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
                                             const shm::Journal::ScanResult& scan,
                                             shm::IndexFile& aside, const BlockOpener& open_block,
                                             const std::array<uint8_t, 16>& boot_id,
                                             uint64_t now_unix_ns, uint64_t now_boot_ns) {
-    // The record that wins for each address.
-    std::map<std::pair<int, u128>, const JournalRecord*> latest;
-    for (const JournalRecord& r : scan.records) {
-        const IpAddress a = record_address(r);
-        const JournalRecord*& cur = latest[{int(a.family), a.value}];
-        if (cur == nullptr || r.slot_gen > cur->slot_gen ||
-            (r.slot_gen == cur->slot_gen && r.sequence > cur->sequence)) {
-            cur = &r;
-        }
-    }
-
     RebuildStats stats;
     AsideBuilder builder(aside, cfg.range_sets.size());
     std::map<std::pair<uint64_t, uint64_t>, uint64_t> entry_of;  // fingerprint -> entry
     std::map<size_t, const JournalRecord*> last_alloc_in_set;    // for the cursors
     const uint64_t reuse_ns = cfg.reuse_delay_ms * 1'000'000;
-    for (const auto& [key, r] : latest) {
-        stats.newest.push_back(*r);
+    stats.newest = shm::Journal::newest_per_address(scan.records);
+    for (const JournalRecord& winner : stats.newest) {
+        const JournalRecord* r = &winner;
         const IpAddress a = record_address(*r);
         const auto op = JournalOp(r->op);
         if (op == JournalOp::kAlloc) {

@@ -57,7 +57,7 @@ void journal_rollback(NetworkStore& store, shm::BlockFile& b, uint64_t i, uint64
     format::JournalRecord r =
         make_record(format::JournalOp::kRollback, a, g.prefix, 0, SlotWord::decode(w).gen + 1,
                     Fingerprint{}, AttachmentText{}, store.boot_id(), shm::unix_ns());
-    (void)store.journal().append(store.index().header().journal_tail, {&r, 1});
+    (void)store.append_journal({&r, 1});
 }
 
 bool same_tenancy_tombstone(uint64_t now, uint64_t observed) {
@@ -158,7 +158,7 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
             format::JournalOp::kRelease, r.address, store.block_prefix(r.address.family), r.set,
             SlotWord::decode(r.word).gen + 1, fp, text, store.boot_id(), now_unix));
     }
-    if (!store.journal().append(store.index().header().journal_tail, records)) {
+    if (!store.append_journal(records)) {
         // Not journaled, so not released: a release may only complete once its record is
         // durable. Undo it (nothing was published as free) and let the caller report the error.
         for (const auto& r : slots) {

@@ -1,9 +1,11 @@
 #include "plugin/commands.h"
 
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <set>
 
 #include "engine/allocator.h"
+#include "engine/journal_compaction.h"
 #include "engine/network_store.h"
 #include "plugin/cni_args.h"
 #include "plugin/cni_result.h"
@@ -75,6 +77,48 @@ Status compare_with_prev_result(const NetConf& nc,
     return Ok{};
 }
 
+// The command itself, on an opened network.
+Invocation answer(const CniEnv& env, const NetConf& nc, const std::string& v,
+                  engine::NetworkStore& store, const std::vector<engine::IpAddress>& requested,
+                  const CniArgs& args, const json& dns) {
+    engine::Allocator alloc(store, nc.network);
+    const engine::AttachmentKey key{env.container_id, env.ifname};
+    switch (env.command) {
+        case Command::kAdd: {
+            engine::AddRequest req{key, requested, {args.pod_namespace, args.pod_name}};
+            auto out = alloc.add(req);
+            if (!out) return fail(v, out.error());
+            return succeed(make_result(v, out->addresses, nc.routes, dns));
+        }
+        case Command::kDel: {
+            if (auto st = alloc.del(key); !st) return fail(v, st.error());
+            return Invocation{};
+        }
+        case Command::kCheck: {
+            auto held = alloc.addresses_of(key);
+            if (!held) return fail(v, held.error());
+            if (auto st = compare_with_prev_result(nc, *held); !st) return fail(v, st.error());
+            return Invocation{};
+        }
+        case Command::kGc: {
+            if (!nc.valid_attachments) {
+                return fail(v, make_error(Code::kInvalidConfig,
+                                          "GC needs \"cni.dev/valid-attachments\" in the config"));
+            }
+            auto out = alloc.gc(*nc.valid_attachments);
+            if (!out) return fail(v, out.error());
+            return Invocation{};
+        }
+        case Command::kStatus: {
+            if (auto st = alloc.status(); !st) return fail(v, st.error());
+            return Invocation{};
+        }
+        case Command::kVersion:
+            break;
+    }
+    return Invocation{};
+}
+
 }  // namespace
 
 Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) {
@@ -116,43 +160,13 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
 
     auto store = engine::NetworkStore::open(nc->network, shm::current_process());
     if (!store) return fail(v, store.error());
-    engine::Allocator alloc(**store, nc->network);
-    const engine::AttachmentKey key{env->container_id, env->ifname};
-
-    switch (env->command) {
-        case Command::kAdd: {
-            engine::AddRequest req{key, *requested, {args->pod_namespace, args->pod_name}};
-            auto out = alloc.add(req);
-            if (!out) return fail(v, out.error());
-            return succeed(make_result(v, out->addresses, nc->routes, dns));
-        }
-        case Command::kDel: {
-            if (auto st = alloc.del(key); !st) return fail(v, st.error());
-            return Invocation{};
-        }
-        case Command::kCheck: {
-            auto held = alloc.addresses_of(key);
-            if (!held) return fail(v, held.error());
-            if (auto st = compare_with_prev_result(*nc, *held); !st) return fail(v, st.error());
-            return Invocation{};
-        }
-        case Command::kGc: {
-            if (!nc->valid_attachments) {
-                return fail(v, make_error(Code::kInvalidConfig,
-                                          "GC needs \"cni.dev/valid-attachments\" in the config"));
-            }
-            auto out = alloc.gc(*nc->valid_attachments);
-            if (!out) return fail(v, out.error());
-            return Invocation{};
-        }
-        case Command::kStatus: {
-            if (auto st = alloc.status(); !st) return fail(v, st.error());
-            return Invocation{};
-        }
-        case Command::kVersion:
-            break;
+    Invocation inv = answer(*env, *nc, v, **store, *requested, *args, dns);
+    // An append of ours started a journal segment: compact once the answer is out.
+    if ((*store)->compaction_due()) {
+        std::shared_ptr<engine::NetworkStore> kept(std::move(*store));
+        inv.after_answer = [kept] { engine::compact_journal_if_due(*kept); };
     }
-    return Invocation{};
+    return inv;
 }
 
 }  // namespace shmipam::cni

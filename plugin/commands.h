@@ -2,6 +2,7 @@
 // thin shell over this, so tests can drive the whole CNI surface in-process too.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,9 @@ struct Invocation {
     std::string stdout_text;  // result or error JSON (never logs)
     std::string log_line;     // for stderr: what went wrong, when something did
     int exit_code = 0;
+    // Upkeep to run once the answer is written (journal compaction): a crash there can no
+    // longer fail the operation the runtime asked for.
+    std::function<void()> after_answer;
 };
 
 Invocation run_plugin(const EnvLookup& env, std::string_view stdin_data);

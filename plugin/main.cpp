@@ -74,5 +74,6 @@ int main() {
     shmipam::cni::Invocation inv = shmipam::cni::run_plugin(env, input);
     if (!inv.log_line.empty()) write_all(STDERR_FILENO, inv.log_line + "\n");
     write_all(STDOUT_FILENO, inv.stdout_text);
+    if (inv.after_answer) inv.after_answer();
     return inv.exit_code;
 }

@@ -262,6 +262,13 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
         if (!it->is_boolean()) return type_error("ipam.reclaimOnReboot", "a boolean");
         nc.network.reclaim_on_reboot = it->get<bool>();
     }
+    if (auto it = ipam.find("journalMaxSegments"); it != ipam.end() && !it->is_null()) {
+        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1'000'000) {
+            return make_error(Code::kInvalidConfig,
+                              "ipam.journalMaxSegments must be an integer from 1 to 1000000");
+        }
+        nc.network.journal_max_segments = it->get<uint64_t>();
+    }
     auto boot_id_file = opt_string(ipam, "bootIdFile", "ipam.");
     if (!boot_id_file) return boot_id_file.error();
     if (!boot_id_file->empty()) nc.network.boot_id_path = *boot_id_file;

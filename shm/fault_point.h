@@ -34,8 +34,10 @@ inline constexpr std::string_view kAllPoints[] = {
     "heal.after_slot_rollback",  // a healer rolled back one slot
     "reap.before_free",          // a dead lease's work healed, lease not yet freed
     "retire.after_flag",         // the state marked retired, the index not yet removed
+    "journal.after_intent",      // journal intent published in the lease, nothing reserved
     "journal.after_reserve",     // journal records reserved, not written
     "journal.after_sync",        // journal records durable, the transition not yet made
+    "compact.after_boundary",    // a compactor chose its boundary, nothing read or written
     "checkpoint.after_publish",  // a checkpoint published, old segments not yet dropped
     "create.after_allocate",     // a state file built aside, not yet initialised
     "create.before_publish",     // a state file initialised aside, not yet linked

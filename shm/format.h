@@ -133,7 +133,12 @@ struct LeaseSide {
     // The entry the holder works on, written before it claims or releases it: entry index + 1
     // (bits 0..31) and the entry's tenancy generation (bits 32..47) as claimed / released.
     uint64_t target;
-    uint64_t reserved;
+    // Journal intent, set while the holder appends to the journal: lease gen (bits 48..63) |
+    // (the journal tail it read just before reserving, plus one) (bits 0..47); 0 when not
+    // appending. Every record the holder reserves is at or past that tail, so a compactor that
+    // keeps every record at or past the lowest live intent never drops one still being written
+    // (docs/format.md, "Compaction while appending").
+    uint64_t journal_intent;
 };
 static_assert(sizeof(LeaseSide) == 32);
 
@@ -283,7 +288,9 @@ inline constexpr uint64_t kJournalSegmentBytes = kJournalRecordsPerSegment * siz
 
 // Checkpoint: <dataDir>/<network>/shmipam-checkpoint.<covered, 16 decimal digits>: the newest
 // record of every address among records [0, covered), packed (each keeps its own sequence).
-// Written aside and published when a rebuild has replayed the journal; then the segments wholly
+// `covered` is a multiple of kJournalRecordsPerSegment. Written aside and published when a
+// rebuild has replayed the journal, and by the invocation whose append starts a segment once
+// more than journalMaxSegments segments are past the newest checkpoint; then the segments wholly
 // below `covered` are dropped. Readers take the newest checkpoint plus every segment.
 inline constexpr char kCheckpointPrefix[] = "shmipam-checkpoint.";
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "shm/atomic_word.h"
 #include "shm/crc32c.h"
 #include "shm/fault_point.h"
+#include "shm/lease_table.h"
 #include "shm/mapped_file.h"
 
 namespace shmipam::shm {
@@ -88,10 +90,30 @@ Expected<int> Journal::segment_fd(uint64_t segment) {
     return fd;
 }
 
-Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records) {
+Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
+                       const JournalIntent& intent) {
+    started_segment_ = false;
     if (records.empty()) return Ok{};
-    const uint64_t first =
-        std::atomic_ref<uint64_t>(tail_word).fetch_add(records.size(), std::memory_order_acq_rel);
+    std::atomic_ref<uint64_t> tail(tail_word);
+    // The intent is a Dekker handshake with the compactor (both sides seq_cst): either it sees
+    // our intent, or our fetch-add comes after its read of the tail, so every record we reserve
+    // is at or past the boundary it compacts below.
+    struct IntentScope {
+        uint64_t* word;
+        ~IntentScope() {
+            if (word != nullptr) std::atomic_ref<uint64_t>(*word).store(0, std::memory_order_release);
+        }
+    } scope{intent.word};
+    if (intent.word != nullptr) {
+        const uint64_t seen = tail.load(std::memory_order_seq_cst);
+        std::atomic_ref<uint64_t>(*intent.word)
+            .store(LeaseTable::make_intent(intent.lease_gen, seen), std::memory_order_seq_cst);
+        SHMIPAM_FAULT("journal.after_intent");
+    }
+    const uint64_t first = tail.fetch_add(records.size(), std::memory_order_seq_cst);
+    started_segment_ = first % kJournalRecordsPerSegment == 0 ||
+                       first / kJournalRecordsPerSegment !=
+                           (first + records.size() - 1) / kJournalRecordsPerSegment;
     for (size_t i = 0; i < records.size(); ++i) {
         records[i].sequence = first + i;
         seal(records[i]);
@@ -177,7 +199,30 @@ Expected<std::optional<std::vector<JournalRecord>>> read_records(const std::stri
 
 }  // namespace
 
-Expected<Journal::ScanResult> Journal::scan(const std::string& dir) {
+Expected<uint64_t> Journal::checkpoint_covered(const std::string& dir) {
+    auto listing = list_journal(dir);
+    if (!listing) return listing.error();
+    return listing->checkpoints.empty() ? 0 : listing->checkpoints.back();
+}
+
+std::vector<JournalRecord> Journal::newest_per_address(const std::vector<JournalRecord>& records) {
+    std::map<std::pair<uint8_t, std::array<uint8_t, 16>>, const JournalRecord*> latest;
+    for (const JournalRecord& r : records) {
+        std::array<uint8_t, 16> a{};
+        std::memcpy(a.data(), r.address, a.size());
+        const JournalRecord*& cur = latest[{r.family, a}];
+        if (cur == nullptr || r.slot_gen > cur->slot_gen ||
+            (r.slot_gen == cur->slot_gen && r.sequence > cur->sequence)) {
+            cur = &r;
+        }
+    }
+    std::vector<JournalRecord> out;
+    out.reserve(latest.size());
+    for (const auto& [key, r] : latest) out.push_back(*r);
+    return out;
+}
+
+Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t below) {
     for (int attempt = 0; attempt < 5; ++attempt) {
         auto listing = list_journal(dir);
         if (!listing) return listing.error();
@@ -205,7 +250,7 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir) {
             }
         }
         for (uint64_t seg : listing->segments) {
-            if (vanished) break;
+            if (vanished || seg * kJournalRecordsPerSegment >= below) break;
             auto recs = read_records(dir + "/" + segment_name(seg), kJournalRecordsPerSegment);
             if (!recs) return recs.error();
             if (!*recs) {
@@ -218,6 +263,7 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir) {
                 const JournalRecord& r = (**recs)[k];
                 if (all_zero(r)) continue;
                 const uint64_t seq = seg * kJournalRecordsPerSegment + k;
+                if (seq >= below) break;
                 if (!record_valid(r, seq)) {
                     ++out.invalid;
                     continue;

@@ -15,6 +15,14 @@
 
 namespace shmipam::shm {
 
+// Where an appender publishes its intent (the lease side's journal_intent word, format.h), so
+// that a concurrent compactor never drops a segment it is about to write into. Only an aside
+// index nobody else can see appends without one.
+struct JournalIntent {
+    uint64_t* word = nullptr;
+    uint16_t lease_gen = 0;
+};
+
 class Journal {
   public:
     Journal(std::string dir, SyncMode mode) : dir_(std::move(dir)), mode_(mode) {}
@@ -25,7 +33,12 @@ class Journal {
     // Fills in sequence and crc, writes, syncs. A segment that does not exist yet is created
     // (fully allocated, made durable with its directory entry): kIo when that fails (full or
     // read-only filesystem); appends into existing segments need no new space.
-    Status append(uint64_t& tail_word, std::span<format::JournalRecord> records);
+    // The intent is published before the reservation and cleared once the records are written.
+    Status append(uint64_t& tail_word, std::span<format::JournalRecord> records,
+                  const JournalIntent& intent);
+    // Whether the last append reserved the first record of a segment: its caller is the one to
+    // consider compacting (once per segment, whoever gets there).
+    bool started_segment() const { return started_segment_; }
 
     SyncMode mode() const { return mode_; }
     SyncMode last_used() const { return used_; }
@@ -39,7 +52,14 @@ class Journal {
     };
     // Reads the newest checkpoint and every segment of the journal in dir (no journal: empty
     // result). A segment removed by a concurrent compaction makes it start over.
-    static Expected<ScanResult> scan(const std::string& dir);
+    // Records at or past `below` (and segments wholly past it) are not read.
+    static Expected<ScanResult> scan(const std::string& dir, uint64_t below = UINT64_MAX);
+    // The winning record of every address (highest slot generation, then sequence; never
+    // journal order), ordered by family and address.
+    static std::vector<format::JournalRecord> newest_per_address(
+        const std::vector<format::JournalRecord>& records);
+    // What a checkpoint covers now (0: none); kIo when the directory cannot be read.
+    static Expected<uint64_t> checkpoint_covered(const std::string& dir);
 
     // Compaction: writes `records` (the newest per address among [0, covered)) as a checkpoint,
     // aside then published, durable when `sync`; then drops segments wholly below `covered` and
@@ -57,6 +77,7 @@ class Journal {
     std::string dir_;
     SyncMode mode_;
     SyncMode used_ = SyncMode::kNone;
+    bool started_segment_ = false;
     std::map<uint64_t, int> fds_;
 };
 

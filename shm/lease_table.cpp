@@ -72,6 +72,7 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
                 const uint16_t gen = gen_of(mine);
                 // acquired before tag: a reader that sees the tag also sees the time.
                 store_word(l.target, 0);
+                store_word(l.journal_intent, 0);
                 store_word(l.acquired_boot_ms, stamp(gen, boot_ns() / 1'000'000));
                 store_word(l.tag, stamp(gen, self.pidns_tag));
                 return LeaseHandle{uint32_t(i), mine};
@@ -99,6 +100,16 @@ bool LeaseTable::free_if_unchanged(uint32_t index, uint64_t word) {
 void LeaseTable::set_target(const LeaseHandle& h, uint64_t entry_index, uint16_t entry_gen) {
     store_word(sides_[h.index].target, (entry_index + 1) | (uint64_t(entry_gen) << 32),
                std::memory_order_seq_cst);
+}
+
+uint64_t LeaseTable::make_intent(uint16_t lease_gen, uint64_t tail) {
+    return stamp(lease_gen, tail + 1);
+}
+
+std::optional<uint64_t> LeaseTable::intent_of(uint32_t index, uint64_t word) const {
+    const uint64_t v = unstamp(gen_of(word), load_word(sides_[index].journal_intent, std::memory_order_seq_cst));
+    if (v == 0) return std::nullopt;
+    return v - 1;
 }
 
 uint64_t LeaseTable::target(uint32_t index) const {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "shm/format.h"
@@ -49,6 +50,14 @@ class LeaseTable {
     uint64_t target(uint32_t index) const;
     static uint64_t target_entry_plus_one(uint64_t target) { return target & 0xFFFFFFFFu; }
     static uint16_t target_entry_gen(uint64_t target) { return uint16_t(target >> 32); }
+
+    // Journal intents (format.h): the word an appending holder stamps with its lease generation
+    // and the tail it read just before reserving, and clears when its records are written.
+    static uint64_t make_intent(uint16_t lease_gen, uint64_t tail);
+    uint64_t& intent_word(uint32_t index) { return sides_[index].journal_intent; }
+    // The tail held by the intent of lease `index` if its stamp is the holder's of `word`: a
+    // stamp of an earlier holder is stale (that holder finished, or died and was reaped).
+    std::optional<uint64_t> intent_of(uint32_t index, uint64_t word) const;
 
     uint64_t word(uint32_t index) const {
         return std::atomic_ref<uint64_t>(words_[index]).load(std::memory_order_acquire);

@@ -30,9 +30,9 @@ TEST(Journal, AppendsAreReadBackWithTheirSequence) {
         shm::Journal j(dir.sub("j"), mode);
         uint64_t tail = 0;
         std::vector<JournalRecord> a{rec("10.0.0.2", 1), rec("10.0.0.3", 1)};
-        ASSERT_TRUE(j.append(tail, a));
+        ASSERT_TRUE(j.append(tail, a, {}));
         std::vector<JournalRecord> b{rec("10.0.0.2", 3, JournalOp::kRelease)};
-        ASSERT_TRUE(j.append(tail, b));
+        ASSERT_TRUE(j.append(tail, b, {}));
         EXPECT_EQ(tail, 3u);
         auto scan = shm::Journal::scan(dir.sub("j"));
         ASSERT_TRUE(scan);
@@ -54,7 +54,7 @@ TEST(Journal, SegmentsArePreallocatedAndRecordsCrossThem) {
     shm::Journal j(dir.path(), shm::SyncMode::kNone);
     uint64_t tail = format::kJournalRecordsPerSegment - 1;  // the next append straddles two
     std::vector<JournalRecord> a{rec("10.0.0.2", 1), rec("10.0.0.3", 1)};
-    ASSERT_TRUE(j.append(tail, a));
+    ASSERT_TRUE(j.append(tail, a, {}));
     const auto s0 = dir.sub(shm::Journal::segment_name(0));
     const auto s1 = dir.sub(shm::Journal::segment_name(1));
     EXPECT_EQ(std::filesystem::file_size(s0), format::kJournalSegmentBytes);
@@ -70,7 +70,7 @@ TEST(Journal, DurablePartNeedNotBeAPrefixAndDamageIsSkipped) {
     uint64_t tail = 0;
     std::vector<JournalRecord> a{rec("10.0.0.2", 1), rec("10.0.0.3", 1), rec("10.0.0.4", 1),
                                  rec("10.0.0.5", 1)};
-    ASSERT_TRUE(j.append(tail, a));
+    ASSERT_TRUE(j.append(tail, a, {}));
     // Record 1 never made it (a hole), record 2 is torn (a flipped bit).
     const std::string seg = dir.sub(shm::Journal::segment_name(0));
     int fd = ::open(seg.c_str(), O_RDWR);
