@@ -208,7 +208,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
         auto got = (*requests)[current_set] ? claim_requested(ctx, set, *(*requests)[current_set])
                                             : claim_next(ctx, set, current_set);
         if (!got) {
-            roll_back_claim(store_, e, entry_word);
+            roll_back_claim(store_, e, entry_word, /*alloc_may_be_journaled=*/false);
             return got.error();
         }
         claimed.push_back(*got);

@@ -33,8 +33,11 @@ Expected<std::optional<Compaction>> compact_journal(NetworkStore& store, uint64_
     auto covered = shm::Journal::checkpoint_covered(dir);
     if (!covered) return covered.error();
     const uint64_t tail = shm::load_word(store.index().header().journal_tail);
-    const uint64_t past = tail / kJournalRecordsPerSegment - *covered / kJournalRecordsPerSegment;
-    if (max_segments == 0 || past <= max_segments) return std::optional<Compaction>();
+    if (max_segments == 0 || tail <= *covered) return std::optional<Compaction>();
+    // Segments from the checkpoint's to the one being written, both included.
+    const uint64_t live =
+        (tail - 1) / kJournalRecordsPerSegment - *covered / kJournalRecordsPerSegment + 1;
+    if (live <= max_segments) return std::optional<Compaction>();
     const uint64_t boundary = compaction_boundary(store);
     if (boundary <= *covered) return std::optional<Compaction>();
     SHMIPAM_FAULT("compact.after_boundary");

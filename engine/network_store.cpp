@@ -244,7 +244,7 @@ Status NetworkStore::append_journal(std::span<format::JournalRecord> records) {
     auto append = [&](const shm::LeaseHandle& h) {
         auto st = journal_->append(index_.header().journal_tail, records,
                                    shm::JournalIntent{&leases.intent_word(h.index), h.gen16()});
-        if (journal_->started_segment()) compaction_due_ = true;
+        if (journal_->reached_compaction_check()) compaction_due_ = true;
         return st;
     };
     if (active_lease_ != nullptr) return append(*active_lease_);

@@ -39,7 +39,7 @@ class NetworkStore {
     // compaction never drops what it writes.
     Status append_journal(std::span<format::JournalRecord> records);
     void set_active_lease(const shm::LeaseHandle* lease) { active_lease_ = lease; }
-    // An append of this process started a journal segment: time to consider compacting.
+    // An append of this process reached a segment's compaction check: time to consider it.
     bool compaction_due() const { return compaction_due_; }
     void clear_compaction_due() { compaction_due_ = false; }
     uint64_t journal_max_segments() const { return journal_max_segments_; }
@@ -100,7 +100,7 @@ class NetworkStore {
     bool tool_ = false;
     const shm::LeaseHandle* active_lease_ = nullptr;
     bool compaction_due_ = false;
-    uint64_t journal_max_segments_ = 0;  // 0: never compact (tools)
+    uint64_t journal_max_segments_ = 0;                      // 0: never compact (tools)
     std::vector<format::JournalRecord> pending_checkpoint_;  // a rebuild's replay, to compact
     uint64_t pending_covered_ =
         0;  // opened by shmipamctl: report damage, never act on it by itself

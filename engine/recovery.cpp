@@ -67,7 +67,8 @@ bool same_tenancy_tombstone(uint64_t now, uint64_t observed) {
 
 }  // namespace
 
-bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word) {
+bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word,
+                     bool alloc_may_be_journaled) {
     const EntryWord ew = EntryWord::decode(entry_word);
     const RefSnapshot refs = snapshot_refs(store, entry_index);
     // Retire first: from here on the claimer's commit cannot succeed, so slots rolled back below
@@ -91,7 +92,10 @@ bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_w
                 sw.state == SlotState::kClaiming && sw.held_by(ew.lease_index, ew.lease_gen);
             const bool published_to_tenancy = sw.owned_by(entry_index, ew.gen);
             if (!claiming_by_lease && !published_to_tenancy) return;
-            if (published_to_tenancy) journal_rollback(store, b, i, w);
+            // The claimer journals ALLOC before it publishes, so a CLAIMING slot's record may be
+            // durable too: without a ROLLBACK a rebuild would resurrect an allocation nobody
+            // holds (written first; if the CAS then loses, the loop journals the next state).
+            if (published_to_tenancy || alloc_may_be_journaled) journal_rollback(store, b, i, w);
             if (slot_ops::roll_back(b, i, w)) {
                 SHMIPAM_FAULT("heal.after_slot_rollback");
                 return;

@@ -21,7 +21,11 @@ namespace shmipam::engine {
 // every slot it referenced that is still CLAIMING by its lease, or ALLOCATED to this tenancy,
 // returns to FREE. Also finishes a rollback a dead healer left (entry already retired, same
 // tenancy). False when a block could not be opened (nothing is given up then).
-bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
+// alloc_may_be_journaled: the claimer may have journaled ALLOC for its CLAIMING slots (a healer
+// cannot know; the claimer itself knows it has not when it fails before its append), so each is
+// journaled as rolled back too.
+bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word,
+                     bool alloc_may_be_journaled = true);
 
 // Complete a release observed as `entry_word` (RELEASING): every slot of this tenancy goes to
 // RELEASING, the releases are journaled, the slots go to COOLING, the entry is retired. False

@@ -1,7 +1,7 @@
 #include "plugin/commands.h"
 
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "engine/allocator.h"
@@ -161,7 +161,7 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
     auto store = engine::NetworkStore::open(nc->network, shm::current_process());
     if (!store) return fail(v, store.error());
     Invocation inv = answer(*env, *nc, v, **store, *requested, *args, dns);
-    // An append of ours started a journal segment: compact once the answer is out.
+    // An append of ours reached a segment's compaction check: compact once the answer is out.
     if ((*store)->compaction_due()) {
         std::shared_ptr<engine::NetworkStore> kept(std::move(*store));
         inv.after_answer = [kept] { engine::compact_journal_if_due(*kept); };

@@ -20,7 +20,7 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target unit_tests -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1 \
     ./build/tsan/tests/unit_tests --gtest_brief=1 \
-    --gtest_filter='Concurrency.*:AttachmentIndex*:Healing*:SlotOps*'
+    --gtest_filter='Concurrency.*:AttachmentIndex*:Healing*:SlotOps*:JournalCompaction.Concurrent*'
 
 echo "== fault points: crash tests"
 cmake --preset faults >/dev/null

@@ -289,9 +289,9 @@ inline constexpr uint64_t kJournalSegmentBytes = kJournalRecordsPerSegment * siz
 // Checkpoint: <dataDir>/<network>/shmipam-checkpoint.<covered, 16 decimal digits>: the newest
 // record of every address among records [0, covered), packed (each keeps its own sequence).
 // `covered` is a multiple of kJournalRecordsPerSegment. Written aside and published when a
-// rebuild has replayed the journal, and by the invocation whose append starts a segment once
-// more than journalMaxSegments segments are past the newest checkpoint; then the segments wholly
-// below `covered` are dropped. Readers take the newest checkpoint plus every segment.
+// rebuild has replayed the journal, and by the invocation whose append reaches a quarter into a
+// segment once more than journalMaxSegments segments are past the newest checkpoint; then the
+// segments wholly below `covered` are dropped. Readers take the newest checkpoint plus every segment.
 inline constexpr char kCheckpointPrefix[] = "shmipam-checkpoint.";
 
 }  // namespace shmipam::format

@@ -92,7 +92,7 @@ Expected<int> Journal::segment_fd(uint64_t segment) {
 
 Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
                        const JournalIntent& intent) {
-    started_segment_ = false;
+    reached_check_ = false;
     if (records.empty()) return Ok{};
     std::atomic_ref<uint64_t> tail(tail_word);
     // The intent is a Dekker handshake with the compactor (both sides seq_cst): either it sees
@@ -101,7 +101,8 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
     struct IntentScope {
         uint64_t* word;
         ~IntentScope() {
-            if (word != nullptr) std::atomic_ref<uint64_t>(*word).store(0, std::memory_order_release);
+            if (word != nullptr)
+                std::atomic_ref<uint64_t>(*word).store(0, std::memory_order_release);
         }
     } scope{intent.word};
     if (intent.word != nullptr) {
@@ -111,9 +112,9 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
         SHMIPAM_FAULT("journal.after_intent");
     }
     const uint64_t first = tail.fetch_add(records.size(), std::memory_order_seq_cst);
-    started_segment_ = first % kJournalRecordsPerSegment == 0 ||
-                       first / kJournalRecordsPerSegment !=
-                           (first + records.size() - 1) / kJournalRecordsPerSegment;
+    const uint64_t check =
+        first / kJournalRecordsPerSegment * kJournalRecordsPerSegment + kCompactionCheckOffset;
+    reached_check_ = first <= check && check < first + records.size();
     for (size_t i = 0; i < records.size(); ++i) {
         records[i].sequence = first + i;
         seal(records[i]);

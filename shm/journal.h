@@ -36,9 +36,12 @@ class Journal {
     // The intent is published before the reservation and cleared once the records are written.
     Status append(uint64_t& tail_word, std::span<format::JournalRecord> records,
                   const JournalIntent& intent);
-    // Whether the last append reserved the first record of a segment: its caller is the one to
-    // consider compacting (once per segment, whoever gets there).
-    bool started_segment() const { return started_segment_; }
+    // Whether the last append reserved the record a quarter into a segment: its caller is the
+    // one to consider compacting (once per segment, whoever gets there). Not the first record:
+    // appenders a moment behind would still hold intents in the previous segment, and the
+    // compaction boundary could not reach it.
+    static constexpr uint64_t kCompactionCheckOffset = format::kJournalRecordsPerSegment / 4;
+    bool reached_compaction_check() const { return reached_check_; }
 
     SyncMode mode() const { return mode_; }
     SyncMode last_used() const { return used_; }
@@ -77,7 +80,7 @@ class Journal {
     std::string dir_;
     SyncMode mode_;
     SyncMode used_ = SyncMode::kNone;
-    bool started_segment_ = false;
+    bool reached_check_ = false;
     std::map<uint64_t, int> fds_;
 };
 

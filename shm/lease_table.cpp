@@ -107,7 +107,8 @@ uint64_t LeaseTable::make_intent(uint16_t lease_gen, uint64_t tail) {
 }
 
 std::optional<uint64_t> LeaseTable::intent_of(uint32_t index, uint64_t word) const {
-    const uint64_t v = unstamp(gen_of(word), load_word(sides_[index].journal_intent, std::memory_order_seq_cst));
+    const uint64_t v =
+        unstamp(gen_of(word), load_word(sides_[index].journal_intent, std::memory_order_seq_cst));
     if (v == 0) return std::nullopt;
     return v - 1;
 }

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -22,17 +23,36 @@ namespace {
 
 using nlohmann::json;
 
-TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
-    TempDir dir;
-    json cfg = make_config(dir.path(), "storm", "1.1.0", "10.50.0.0/22");  // 1021 usable
-    const std::string config = cfg.dump();
-    constexpr int kRounds = 8;
-    constexpr int kPerRound = 300;
-    const unsigned seed = unsigned(std::random_device{}());
-    std::mt19937 rng(seed);
-    SCOPED_TRACE("seed " + std::to_string(seed));
+// Exactly the attachments in `live` hold addresses: one per range set each, all distinct.
+void expect_exactly_held(const TempDir& dir, const std::string& network, size_t range_sets,
+                         const std::set<std::string>& live, const std::string& when) {
+    auto dump = run_ctl({"--run-dir", dir.sub("run"), "dump", network, "--json"});
+    const json doc = dump.json();
+    std::map<std::string, size_t> held;
+    std::set<std::string> addrs;
+    for (const auto& a : doc["allocations"]) {
+        if (a["state"] != "allocated") continue;
+        ++held[a["containerID"].get<std::string>()];
+        EXPECT_TRUE(addrs.insert(a["address"]).second) << "duplicate " << a.dump();
+    }
+    std::set<std::string> holders;
+    for (const auto& [id, n] : held) {
+        holders.insert(id);
+        EXPECT_EQ(n, range_sets) << id << " " << when;
+    }
+    ASSERT_EQ(holders, live) << when;
+}
 
-    std::set<std::string> live;  // attachments whose ADD succeeded and were not DELeted
+struct StormCounts {
+    int kills = 0, killed_adds = 0, killed_dels = 0;
+};
+
+// Rounds of kPerRound concurrent ADDs and DELs, a third SIGKILLed at random moments; after each
+// round the runtime's DELs, then verify, and exactly `live` hold addresses (one per range set,
+// all distinct).
+void storm_rounds(const TempDir& dir, const std::string& network, const std::string& config,
+                  size_t range_sets, int rounds, int per_round, std::mt19937& rng,
+                  std::set<std::string>& live, StormCounts& counts) {
     auto env_for = [](const std::string& cmd, const std::string& id, int round) {
         auto env = cni_env(cmd, id);
         // Odd rounds widen every step of claims and releases (a sleep at each fault point), so
@@ -40,8 +60,8 @@ TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
         if (round % 2 == 1) env["SHMIPAM_FAULT_STRETCH_US"] = "300";
         return env;
     };
-    int next_id = 0, kills = 0, killed_adds = 0, killed_dels = 0;
-    for (int round = 0; round < kRounds; ++round) {
+    static int next_id = 0;
+    for (int round = 0; round < rounds; ++round) {
         struct Op {
             std::string cmd, id;
             std::unique_ptr<Child> child;
@@ -50,7 +70,7 @@ TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
         std::vector<Op> ops;
         std::vector<std::string> live_list(live.begin(), live.end());
         std::shuffle(live_list.begin(), live_list.end(), rng);
-        for (int i = 0; i < kPerRound; ++i) {
+        for (int i = 0; i < per_round; ++i) {
             // Half DELs of live attachments (while there are), the rest ADDs of new ones.
             if (i % 2 == 1 && !live_list.empty()) {
                 ops.push_back({"DEL", live_list.back(), nullptr});
@@ -87,8 +107,8 @@ TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
         for (auto& op : ops) {
             ProcessResult r = op.child->wait();
             if (r.signal == SIGKILL) {
-                ++kills;
-                (op.cmd == "ADD" ? killed_adds : killed_dels)++;
+                ++counts.kills;
+                (op.cmd == "ADD" ? counts.killed_adds : counts.killed_dels)++;
                 retry_del.push_back(op.id);  // a runtime DELs after a failed ADD or DEL
                 continue;
             }
@@ -101,22 +121,28 @@ TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
             ASSERT_EQ(r.exit_code, 0) << r.out;
             live.erase(id);
         }
-        auto verify = run_ctl({"--run-dir", dir.sub("run"), "verify", "storm"});
+        auto verify = run_ctl({"--run-dir", dir.sub("run"), "verify", network});
         ASSERT_EQ(verify.exit_code, 0) << "round " << round << ": " << verify.out;
-        // Exactly the live attachments hold addresses, one each, all distinct.
-        auto dump = run_ctl({"--run-dir", dir.sub("run"), "dump", "storm", "--json"});
-        const json doc = dump.json();
-        std::map<std::string, std::string> held;
-        std::set<std::string> addrs;
-        for (const auto& a : doc["allocations"]) {
-            if (a["state"] != "allocated") continue;
-            EXPECT_TRUE(held.emplace(a["containerID"], a["address"]).second) << a.dump();
-            EXPECT_TRUE(addrs.insert(a["address"]).second) << "duplicate " << a.dump();
-        }
-        std::set<std::string> holders;
-        for (const auto& [id, a] : held) holders.insert(id);
-        ASSERT_EQ(holders, live) << "round " << round;
+        expect_exactly_held(dir, network, range_sets, live, "round " + std::to_string(round));
     }
+}
+
+TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
+    TempDir dir;
+    json cfg = make_config(dir.path(), "storm", "1.1.0", "10.50.0.0/22");  // 1021 usable
+    const std::string config = cfg.dump();
+    constexpr int kRounds = 8;
+    constexpr int kPerRound = 300;
+    const unsigned seed = unsigned(std::random_device{}());
+    std::mt19937 rng(seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+
+    std::set<std::string> live;  // attachments whose ADD succeeded and were not DELeted
+    StormCounts counts;
+    storm_rounds(dir, "storm", config, 1, kRounds, kPerRound, rng, live, counts);
+    if (HasFatalFailure()) return;
+    const int kills = counts.kills, killed_adds = counts.killed_adds,
+              killed_dels = counts.killed_dels;
     // How many kills landed while a lease was held (mid-claim or mid-release) and were healed.
     const json counters =
         run_ctl({"--run-dir", dir.sub("run"), "dump", "storm", "--json"}).json()["counters"];
@@ -155,6 +181,40 @@ TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
     }
     EXPECT_EQ(added, 1021);
     EXPECT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "storm"}).exit_code, 0);
+}
+
+// Four range sets (4 journal records per ADD or DEL) and journalMaxSegments 1: the journal is
+// compacted several times during the storm, by whichever invocation reaches a segment's check, killed or
+// not. Then the arena is lost: the rebuild from checkpoint and segments holds exactly the live
+// attachments (nothing compacted away that an answered ADD or DEL had made durable).
+TEST(KillStorm, CompactionUnderSigkillsLosesNothing) {
+    TempDir dir;
+    json cfg = make_config(dir.path(), "cstorm", "1.1.0");
+    cfg["ipam"]["ranges"] = json::parse(
+        R"([[{"subnet":"10.51.0.0/22"}],[{"subnet":"10.52.0.0/22"}],[{"subnet":"10.53.0.0/22"}],)"
+        R"([{"subnet":"fd53::/118"}]])");
+    cfg["ipam"]["journalMaxSegments"] = 1;
+    const std::string config = cfg.dump();
+    const unsigned seed = unsigned(std::random_device{}());
+    std::mt19937 rng(seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::set<std::string> live;
+    StormCounts counts;
+    storm_rounds(dir, "cstorm", config, 4, 8, 300, rng, live, counts);
+    if (HasFatalFailure()) return;
+
+    int checkpoints = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir.sub("data/cstorm"))) {
+        checkpoints += f.path().filename().string().rfind("shmipam-checkpoint.", 0) == 0;
+    }
+    EXPECT_GE(checkpoints, 1) << "no compaction ran";
+    std::printf("[ storm    ] with compaction: %d SIGKILLs, %zu live\n", counts.kills, live.size());
+
+    std::filesystem::remove_all(dir.sub("run"));
+    ASSERT_EQ(run_plugin(cni_env("ADD", "after"), config).exit_code, 0);
+    live.insert("after");
+    EXPECT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "cstorm"}).exit_code, 0);
+    expect_exactly_held(dir, "cstorm", 4, live, "after the rebuild");
 }
 
 }  // namespace
