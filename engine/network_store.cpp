@@ -106,6 +106,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
         if (!s->index_.retired() || attempt >= 3) break;
         s->remove_retired_index();
     }
+    s->journal_->set_names_durable_word(&s->index_.header().journal_names_durable);
     if (s->index_.header().epoch != s->epoch_) {
         s->blocks_.clear();  // another creator's index won: its blocks are the ones
         s->epoch_ = s->index_.header().epoch;
@@ -290,6 +291,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::s
     s->epoch_ = h.epoch;
     s->journal_ = std::make_unique<shm::Journal>(s->who_.data_dir + "/" + s->who_.network,
                                                  shm::SyncMode::kFdatasync);
+    s->journal_->set_names_durable_word(&s->index_.header().journal_names_durable);
     s->self_ = shm::current_process();
     s->boot_id_ = shm::read_boot_id();
     s->tool_ = true;

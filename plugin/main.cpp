@@ -40,11 +40,16 @@ void write_all(int fd, const std::string& s) {
 
 #ifdef SHMIPAM_FAULT_POINTS
 #include "shm/fault_point.h"
+#include "shm/storage_trace.h"
 
-// Test builds only: SHMIPAM_FAULT=<point> [SHMIPAM_FAULT_MODE=kill] [SHMIPAM_FAULT_SKIP=n].
+// Test builds only: SHMIPAM_FAULT=<point> [SHMIPAM_FAULT_MODE=kill] [SHMIPAM_FAULT_SKIP=n],
+// SHMIPAM_STORAGE_TRACE=<file> (shm/storage_trace.h).
 void arm_fault_from_env() {
     if (const char* us = std::getenv("SHMIPAM_FAULT_STRETCH_US")) {
         shmipam::faults::stretch(std::atoi(us));
+    }
+    if (const char* trace = std::getenv("SHMIPAM_STORAGE_TRACE"); trace != nullptr && *trace) {
+        shmipam::storage_trace::open(trace);
     }
     const char* point = std::getenv("SHMIPAM_FAULT");
     if (point == nullptr || *point == '\0') return;
@@ -71,7 +76,15 @@ int main() {
     const char* cmd = std::getenv("CNI_COMMAND");
     const bool version = cmd != nullptr && std::string(cmd) == "VERSION";
     const std::string input = version ? std::string() : read_all_stdin();
+#ifdef SHMIPAM_FAULT_POINTS
+    const std::string traced_cmd = cmd != nullptr ? cmd : "";
+    const std::string traced_id = env("CNI_CONTAINERID").value_or("");
+    SHMIPAM_TRACE(began(traced_cmd, traced_id));
+#endif
     shmipam::cni::Invocation inv = shmipam::cni::run_plugin(env, input);
+#ifdef SHMIPAM_FAULT_POINTS
+    if (inv.exit_code == 0) SHMIPAM_TRACE(answering(traced_cmd, traced_id));
+#endif
     if (!inv.log_line.empty()) write_all(STDERR_FILENO, inv.log_line + "\n");
     write_all(STDOUT_FILENO, inv.stdout_text);
     if (inv.after_answer) inv.after_answer();

@@ -232,6 +232,10 @@ struct IndexHeader {
     // Next journal record number (fetch-add reserves records); set by scanning the journal when
     // the index is created.
     alignas(kCacheLine) uint64_t journal_tail;
+    // Segments below this number have a durable directory entry: whoever opens one at or past it
+    // for a durable append syncs the directory first (its creator may have died before doing
+    // so), then raises it. Only grows.
+    uint64_t journal_names_durable;
     // For people: the range sets and reuseDelay of the config last used, rewritten only when
     // they change. ranges_seq is a seqlock (odd while being written).
     alignas(kCacheLine) uint64_t reuse_delay_ms;

@@ -16,6 +16,7 @@
 #include "shm/fault_point.h"
 #include "shm/lease_table.h"
 #include "shm/mapped_file.h"
+#include "shm/storage_trace.h"
 
 namespace shmipam::shm {
 
@@ -37,6 +38,11 @@ Status fsync_path(const std::string& path, int flags) {
     const int err = errno;
     ::close(fd);
     if (rc != 0) return make_error(Code::kIo, "cannot fsync " + path + ": " + std::strerror(err));
+    if (flags & O_DIRECTORY) {
+        SHMIPAM_TRACE(dir_synced(path));
+    } else {
+        SHMIPAM_TRACE(synced(path));
+    }
     return Ok{};
 }
 
@@ -70,21 +76,42 @@ Expected<int> Journal::segment_fd(uint64_t segment) {
     const std::string name = segment_name(segment);
     const std::string path = dir_ + "/" + name;
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    bool name_durable = false;
     if (fd < 0 && errno == ENOENT) {
         // A new segment: built aside fully allocated and zero-filled, linked into place (racing
         // creators agree), and with durability, its blocks and its name made durable.
         auto made = create_published(dir_, name, kJournalSegmentBytes,
                                      [](std::span<std::byte>) -> Status { return Ok{}; });
         if (!made) return made.error();
-        if (mode_ != SyncMode::kNone && *made == Publish::kCreated) {
-            if (auto st = fsync_path(path, O_RDONLY); !st) return st.error();
-            if (auto st = fsync_path(dir_, O_RDONLY | O_DIRECTORY); !st) return st.error();
+        if (*made == Publish::kCreated) {
+            SHMIPAM_TRACE(created(path));
+            if (mode_ != SyncMode::kNone) {
+                if (auto st = fsync_path(path, O_RDONLY); !st) return st.error();
+                if (auto st = fsync_path(dir_, O_RDONLY | O_DIRECTORY); !st) return st.error();
+                name_durable = true;
+            }
         }
         fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     }
     if (fd < 0) {
         return make_error(Code::kIo,
                           "cannot open journal segment " + path + ": " + std::strerror(errno));
+    }
+    // A segment someone else created: its creator may have died between link() and syncing
+    // the directory, and a synced record in a file whose name is lost is lost. Once per segment
+    // (the shared word says when someone already did it).
+    if (mode_ != SyncMode::kNone && !name_durable &&
+        (names_durable_ == nullptr || load_word(*names_durable_) <= segment)) {
+        if (auto st = fsync_path(dir_, O_RDONLY | O_DIRECTORY); !st) {
+            ::close(fd);
+            return st.error();
+        }
+        name_durable = true;
+    }
+    if (name_durable && names_durable_ != nullptr) {
+        uint64_t seen = load_word(*names_durable_);
+        while (seen <= segment && !cas_word(*names_durable_, seen, segment + 1)) {
+        }
     }
     fds_[segment] = fd;
     return fd;
@@ -130,11 +157,14 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
         if (!fd) return fd.error();
         const off_t off =
             off_t((records[i].sequence % kJournalRecordsPerSegment) * sizeof(JournalRecord));
+        SHMIPAM_TRACE(
+            write(dir_ + "/" + segment_name(seg), uint64_t(off), (j - i) * sizeof(JournalRecord)));
         if (auto st = write_durably(*fd, &records[i], (j - i) * sizeof(JournalRecord), off, mode_,
                                     &used_);
             !st) {
             return st;
         }
+        if (mode_ != SyncMode::kNone) SHMIPAM_TRACE(synced(dir_ + "/" + segment_name(seg)));
         i = j;
     }
     SHMIPAM_FAULT("journal.after_sync");
@@ -288,6 +318,7 @@ Status Journal::compact(const std::string& dir, uint64_t covered,
         return Ok{};
     });
     if (!made) return made.error();
+    if (*made == Publish::kCreated) SHMIPAM_TRACE(created(dir + "/" + name));
     if (sync) {
         if (auto st = fsync_path(dir + "/" + name, O_RDONLY); !st) return st;
         if (auto st = fsync_path(dir, O_RDONLY | O_DIRECTORY); !st) return st;
@@ -297,11 +328,15 @@ Status Journal::compact(const std::string& dir, uint64_t covered,
     if (!listing) return listing.error();
     for (uint64_t seg : listing->segments) {
         if ((seg + 1) * kJournalRecordsPerSegment <= covered) {
+            SHMIPAM_TRACE(unlinking(dir + "/" + segment_name(seg)));
             ::unlink((dir + "/" + segment_name(seg)).c_str());
         }
     }
     for (uint64_t c : listing->checkpoints) {
-        if (c < covered) ::unlink((dir + "/" + checkpoint_name(c)).c_str());
+        if (c < covered) {
+            SHMIPAM_TRACE(unlinking(dir + "/" + checkpoint_name(c)));
+            ::unlink((dir + "/" + checkpoint_name(c)).c_str());
+        }
     }
     return Ok{};
 }

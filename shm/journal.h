@@ -43,6 +43,10 @@ class Journal {
     static constexpr uint64_t kCompactionCheckOffset = format::kJournalRecordsPerSegment / 4;
     bool reached_compaction_check() const { return reached_check_; }
 
+    // The shared word saying which segments' names are durable (format.h); without one, every
+    // open of an existing segment for a durable append syncs the directory.
+    void set_names_durable_word(uint64_t* word) { names_durable_ = word; }
+
     SyncMode mode() const { return mode_; }
     SyncMode last_used() const { return used_; }
     const std::string& dir() const { return dir_; }
@@ -81,6 +85,7 @@ class Journal {
     SyncMode mode_;
     SyncMode used_ = SyncMode::kNone;
     bool reached_check_ = false;
+    uint64_t* names_durable_ = nullptr;
     std::map<uint64_t, int> fds_;
 };
 
