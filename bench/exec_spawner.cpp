@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,10 +69,13 @@ ExecResult spawn_and_wait(const std::string& binary, const std::map<std::string,
     ::close(out_pipe[0]);
     if (rc != 0) return r;
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    struct rusage ru {};
+    while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
     }
     const auto t1 = std::chrono::steady_clock::now();
     r.micros = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    r.cpu_micros = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+                   double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
 }

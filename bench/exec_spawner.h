@@ -12,6 +12,7 @@ namespace shmipam::bench {
 struct ExecResult {
     int exit_code = -1;
     double micros = 0;
+    double cpu_micros = 0;  // the child's user + system CPU time (from wait4)
     std::string out;
 };
 
