@@ -121,6 +121,14 @@ std::vector<BadCase> cases() {
         {"requested_garbage", 7, [](Env& e, std::string&) { e["CNI_ARGS"] = "IP=ten.ten"; }},
         {"other_data_dir", 103, cfg_edit([](json& j) { j["ipam"]["dataDir"] = "/elsewhere"; })},
         {"changed_block_size", 7, cfg_edit([](json& j) { j["ipam"]["blockSize"] = 26; })},
+        {"journal_max_segments_zero", 7,
+         cfg_edit([](json& j) { j["ipam"]["journalMaxSegments"] = 0; })},
+        {"journal_max_segments_negative", 7,
+         cfg_edit([](json& j) { j["ipam"]["journalMaxSegments"] = -3; })},
+        {"journal_max_segments_string", 7,
+         cfg_edit([](json& j) { j["ipam"]["journalMaxSegments"] = "8"; })},
+        {"journal_max_segments_fraction", 7,
+         cfg_edit([](json& j) { j["ipam"]["journalMaxSegments"] = 2.5; })},
         {"check_below_040", 1,
          [](Env& e, std::string& in) {
              e["CNI_COMMAND"] = "CHECK";
