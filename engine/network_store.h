@@ -97,13 +97,12 @@ class NetworkStore {
     Status create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g);
     void remove_blocks_of_other_epochs();
     void remove_retired_index();
-    bool tool_ = false;
-    const shm::LeaseHandle* active_lease_ = nullptr;
+    bool tool_ = false;  // opened by shmipamctl: report damage, never act on it by itself
+    const shm::LeaseHandle* active_lease_ = nullptr;  // the lease journal appends name
     bool compaction_due_ = false;
     uint64_t journal_max_segments_ = 0;                      // 0: never compact (tools)
     std::vector<format::JournalRecord> pending_checkpoint_;  // a rebuild's replay, to compact
-    uint64_t pending_covered_ =
-        0;  // opened by shmipamctl: report damage, never act on it by itself
+    uint64_t pending_covered_ = 0;                           // the records it covers
 };
 
 }  // namespace shmipam::engine

@@ -24,10 +24,6 @@ void open(const std::string& path) {
     trace_fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
-bool active() {
-    return trace_fd >= 0;
-}
-
 void write(const std::string& path, uint64_t offset, uint64_t length) {
     emit("W " + path + " " + std::to_string(offset) + " " + std::to_string(length));
 }

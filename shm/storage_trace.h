@@ -24,7 +24,6 @@ namespace shmipam::storage_trace {
 #ifdef SHMIPAM_FAULT_POINTS
 // Starts tracing into `path` (the plugin reads it from SHMIPAM_STORAGE_TRACE).
 void open(const std::string& path);
-bool active();
 void write(const std::string& path, uint64_t offset, uint64_t length);
 void synced(const std::string& path);
 void created(const std::string& path);

@@ -9,16 +9,13 @@
 #include "tests/support/power_cut.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
 
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <set>
-#include <thread>
 
+#include "tests/support/kill_round.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -69,41 +66,15 @@ TEST(PowerCut, EveryAnsweredOperationSurvivesAnyLossOfUnsyncedWrites) {
     constexpr int kRounds = 6;
     for (int round = 0; round < kRounds; ++round) {
         const bool last = round == kRounds - 1;  // the power goes during this one
-        struct Op {
-            std::string cmd, id;
-            std::unique_ptr<Child> child;
-        };
-        std::vector<Op> ops;
         std::vector<std::string> live;
         for (const auto& [id, a] : acked) live.push_back(id);
-        std::shuffle(live.begin(), live.end(), rng);
-        for (int i = 0; i < 300; ++i) {
-            if (i % 3 == 2 && !live.empty()) {
-                ops.push_back({"DEL", live.back(), nullptr});
-                live.pop_back();
-            } else {
-                ops.push_back({"ADD", "c" + std::to_string(next++), nullptr});
-            }
-        }
-        std::vector<std::atomic<pid_t>> pids(ops.size());
-        std::thread killer([&] {
-            for (size_t i = 0; i < ops.size(); ++i) {
-                if (!last && i % 4 != 0) continue;
-                while (pids[i].load() == 0) std::this_thread::yield();
-                std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2500));
-                ::kill(pids[i].load(), SIGKILL);
-            }
-        });
+        const auto ops = mixed_ops(live, 300, "c", next, rng);
+        const auto results = run_kill_round(
+            ops, config, {{"SHMIPAM_STORAGE_TRACE", trace}},
+            [&](size_t i) { return last || i % 4 == 0; }, 2500, rng);
         for (size_t i = 0; i < ops.size(); ++i) {
-            auto env = cni_env(ops[i].cmd, ops[i].id);
-            env["SHMIPAM_STORAGE_TRACE"] = trace;
-            ops[i].child =
-                std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH}, env, config);
-            pids[i].store(ops[i].child->pid());
-        }
-        killer.join();
-        for (auto& op : ops) {
-            ProcessResult r = op.child->wait();
+            const RoundOp& op = ops[i];
+            const ProcessResult& r = results[i];
             if (r.signal != 0) {
                 ++kills;
                 uncertain.insert(op.id);

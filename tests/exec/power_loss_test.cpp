@@ -8,18 +8,15 @@
 // never give one address to two attachments.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "shm/format.h"
+#include "tests/support/kill_round.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -73,39 +70,14 @@ TEST(PowerLoss, AcknowledgedStateSurvivesLosingAnyUnacknowledgedRecords) {
     std::set<std::string> uncertain;    // attachments whose last ADD or DEL was killed
     int next = 0;
     for (int round = 0; round < 5; ++round) {
-        struct Op {
-            std::string cmd, id;
-            std::unique_ptr<Child> child;
-        };
-        std::vector<Op> ops;
         std::vector<std::string> live;
         for (const auto& [id, a] : acked) live.push_back(id);
-        std::shuffle(live.begin(), live.end(), rng);
-        for (int i = 0; i < 80; ++i) {
-            if (i % 3 == 2 && !live.empty()) {
-                ops.push_back({"DEL", live.back(), nullptr});
-                live.pop_back();
-            } else {
-                ops.push_back({"ADD", "p" + std::to_string(next++), nullptr});
-            }
-        }
-        std::vector<std::atomic<pid_t>> pids(ops.size());
-        std::thread killer([&] {
-            for (size_t i = 0; i < ops.size(); ++i) {
-                if (i % 3 != 0) continue;
-                while (pids[i].load() == 0) std::this_thread::yield();
-                std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
-                ::kill(pids[i].load(), SIGKILL);
-            }
-        });
+        const auto ops = mixed_ops(live, 80, "p", next, rng);
+        const auto results = run_kill_round(
+            ops, config, {}, [](size_t i) { return i % 3 == 0; }, 2000, rng);
         for (size_t i = 0; i < ops.size(); ++i) {
-            ops[i].child = std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH},
-                                                   cni_env(ops[i].cmd, ops[i].id), config);
-            pids[i].store(ops[i].child->pid());
-        }
-        killer.join();
-        for (auto& op : ops) {
-            ProcessResult r = op.child->wait();
+            const RoundOp& op = ops[i];
+            const ProcessResult& r = results[i];
             if (r.signal != 0) {
                 uncertain.insert(op.id);
                 if (op.cmd == "DEL") acked.erase(op.id);
