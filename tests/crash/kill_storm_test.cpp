@@ -10,11 +10,13 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
 #include <thread>
 
+#include "tests/support/op_timing.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -44,24 +46,42 @@ void expect_exactly_held(const TempDir& dir, const std::string& network, size_t 
 }
 
 struct StormCounts {
-    int kills = 0, killed_adds = 0, killed_dels = 0;
+    int rounds = 0, kills = 0, killed_adds = 0, killed_dels = 0;
 };
 
-// Rounds of kPerRound concurrent ADDs and DELs, a third SIGKILLed at random moments; after each
+// How long the storm goes on: at least min_rounds, then until `reached()` says the state it is
+// meant to reach was reached (how many rounds that takes depends on the machine's speed), at
+// most max_rounds.
+struct StormLength {
+    int min_rounds, max_rounds;
+    std::function<bool()> reached;
+};
+
+// Rounds of per_round concurrent ADDs and DELs, a third SIGKILLed at random moments; after each
 // round the runtime's DELs, then verify, and exactly `live` hold addresses (one per range set,
 // all distinct).
-void storm_rounds(const TempDir& dir, const std::string& network, const std::string& config,
-                  size_t range_sets, int rounds, int per_round, std::mt19937& rng,
+void storm_rounds(const TempDir& dir, const std::string& network, const json& cfg,
+                  size_t range_sets, const StormLength& length, int per_round, std::mt19937& rng,
                   std::set<std::string>& live, StormCounts& counts) {
-    auto env_for = [](const std::string& cmd, const std::string& id, int round) {
+    const std::string config = cfg.dump();
+    // Odd rounds widen every step of claims and releases (a sleep at each fault point), so that
+    // random kills land inside them; even rounds run at full speed.
+    const std::map<std::string, std::string> stretched{{"SHMIPAM_FAULT_STRETCH_US", "300"}};
+    auto env_for = [&](const std::string& cmd, const std::string& id, int round) {
         auto env = cni_env(cmd, id);
-        // Odd rounds widen every step of claims and releases (a sleep at each fault point), so
-        // that random kills land inside them; even rounds run at full speed.
-        if (round % 2 == 1) env["SHMIPAM_FAULT_STRETCH_US"] = "300";
+        if (round % 2 == 1) env.insert(stretched.begin(), stretched.end());
         return env;
     };
+    // Each kill lands at a random moment up to 1.5 ADD times (of that round's kind) after its
+    // process was spawned: inside the operation whatever the machine's speed.
+    const std::chrono::microseconds window[2] = {median_add_time(cfg) * 3 / 2,
+                                                 median_add_time(cfg, stretched) * 3 / 2};
+    std::printf("[ storm    ] kill windows %.2f ms, %.2f ms stretched\n",
+                double(window[0].count()) / 1000, double(window[1].count()) / 1000);
     static int next_id = 0;
-    for (int round = 0; round < rounds; ++round) {
+    for (int round = 0; round < length.max_rounds; ++round) {
+        if (round >= length.min_rounds && length.reached()) break;
+        counts.rounds = round + 1;
         struct Op {
             std::string cmd, id;
             std::unique_ptr<Child> child;
@@ -79,14 +99,14 @@ void storm_rounds(const TempDir& dir, const std::string& network, const std::str
                 ops.push_back({"ADD", "s" + std::to_string(next_id++), nullptr});
             }
         }
-        // A third of them are SIGKILLed, each at a random moment up to 1.5 ms after its own
-        // spawn (an ADD or DEL takes about 1 ms here, longer under this load), by a killer
-        // thread that runs while the rest are still being spawned.
+        // A third of them are SIGKILLed by a killer thread that runs while the rest are still
+        // being spawned.
         std::vector<std::atomic<pid_t>> pids(ops.size());
         std::vector<std::chrono::steady_clock::time_point> spawned(ops.size());
-        std::vector<int> delay_us(ops.size(), -1);
+        std::vector<int64_t> delay_us(ops.size(), -1);
+        const auto window_us = uint64_t(std::max<int64_t>(window[round % 2].count(), 1));
         for (size_t i = 0; i < ops.size(); ++i) {
-            if (rng() % 3 == 0) delay_us[i] = int(rng() % (round % 2 == 1 ? 6000 : 1500));
+            if (rng() % 3 == 0) delay_us[i] = int64_t(rng() % window_us);
         }
         std::thread killer([&] {
             for (size_t i = 0; i < ops.size(); ++i) {
@@ -129,29 +149,33 @@ void storm_rounds(const TempDir& dir, const std::string& network, const std::str
 
 TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
     TempDir dir;
-    json cfg = make_config(dir.path(), "storm", "1.1.0", "10.50.0.0/22");  // 1021 usable
+    const json cfg = make_config(dir.path(), "storm", "1.1.0", "10.50.0.0/22");  // 1021 usable
     const std::string config = cfg.dump();
-    constexpr int kRounds = 8;
     constexpr int kPerRound = 300;
     const unsigned seed = unsigned(std::random_device{}());
     std::mt19937 rng(seed);
     SCOPED_TRACE("seed " + std::to_string(seed));
 
+    // What the storm must reach: kills on a fifth of 8 rounds' operations, and at least one
+    // landing while its process held a lease (mid-claim or mid-release), healed by another.
+    constexpr int kMinKills = 8 * kPerRound / 5;
+    auto reaped = [&] {
+        const json counters =
+            run_ctl({"--run-dir", dir.sub("run"), "dump", "storm", "--json"}).json()["counters"];
+        return counters["deadLeasesReaped"].get<int>();
+    };
     std::set<std::string> live;  // attachments whose ADD succeeded and were not DELeted
     StormCounts counts;
-    storm_rounds(dir, "storm", config, 1, kRounds, kPerRound, rng, live, counts);
+    storm_rounds(dir, "storm", cfg, 1,
+                 {8, 24, [&] { return counts.kills >= kMinKills && reaped() > 0; }}, kPerRound, rng,
+                 live, counts);
     if (HasFatalFailure()) return;
-    const int kills = counts.kills, killed_adds = counts.killed_adds,
-              killed_dels = counts.killed_dels;
-    // How many kills landed while a lease was held (mid-claim or mid-release) and were healed.
-    const json counters =
-        run_ctl({"--run-dir", dir.sub("run"), "dump", "storm", "--json"}).json()["counters"];
     std::printf(
         "[ storm    ] %d rounds x %d processes, %d SIGKILLs (%d ADDs, %d DELs), %d caught holding "
         "a lease and healed, seed %u\n",
-        kRounds, kPerRound, kills, killed_adds, killed_dels,
-        counters["deadLeasesReaped"].get<int>(), seed);
-    EXPECT_GT(kills, kRounds * kPerRound / 5);
+        counts.rounds, kPerRound, counts.kills, counts.killed_adds, counts.killed_dels, reaped(),
+        seed);
+    EXPECT_GE(counts.kills, kMinKills);
 
     // The operator's view after the storm: every verb reads the state the kills left.
     const std::string rd = dir.sub("run");
@@ -184,9 +208,9 @@ TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
 }
 
 // Four range sets (4 journal records per ADD or DEL) and journalMaxSegments 1: the journal is
-// compacted several times during the storm, by whichever invocation reaches a segment's check, killed or
-// not. Then the arena is lost: the rebuild from checkpoint and segments holds exactly the live
-// attachments (nothing compacted away that an answered ADD or DEL had made durable).
+// compacted several times during the storm, by whichever invocation reaches a segment's check,
+// killed or not. Then the arena is lost: the rebuild from checkpoint and segments holds exactly the
+// live attachments (nothing compacted away that an answered ADD or DEL had made durable).
 TEST(KillStorm, CompactionUnderSigkillsLosesNothing) {
     TempDir dir;
     json cfg = make_config(dir.path(), "cstorm", "1.1.0");
@@ -198,17 +222,23 @@ TEST(KillStorm, CompactionUnderSigkillsLosesNothing) {
     const unsigned seed = unsigned(std::random_device{}());
     std::mt19937 rng(seed);
     SCOPED_TRACE("seed " + std::to_string(seed));
+    auto checkpoints = [&] {
+        int n = 0;
+        for (const auto& f : std::filesystem::directory_iterator(dir.sub("data/cstorm"))) {
+            n += f.path().filename().string().rfind("shmipam-checkpoint.", 0) == 0;
+        }
+        return n;
+    };
     std::set<std::string> live;
     StormCounts counts;
-    storm_rounds(dir, "cstorm", config, 4, 8, 300, rng, live, counts);
+    // At least 8 rounds, and on until the journal has been compacted (how many rounds that takes
+    // depends on how many operations the kills cut short).
+    storm_rounds(dir, "cstorm", cfg, 4, {8, 30, [&] { return checkpoints() > 0; }}, 300, rng, live,
+                 counts);
     if (HasFatalFailure()) return;
-
-    int checkpoints = 0;
-    for (const auto& f : std::filesystem::directory_iterator(dir.sub("data/cstorm"))) {
-        checkpoints += f.path().filename().string().rfind("shmipam-checkpoint.", 0) == 0;
-    }
-    EXPECT_GE(checkpoints, 1) << "no compaction ran";
-    std::printf("[ storm    ] with compaction: %d SIGKILLs, %zu live\n", counts.kills, live.size());
+    ASSERT_GE(checkpoints(), 1) << "no compaction ran in " << counts.rounds << " rounds";
+    std::printf("[ storm    ] with compaction: %d rounds, %d SIGKILLs, %zu live\n", counts.rounds,
+                counts.kills, live.size());
 
     std::filesystem::remove_all(dir.sub("run"));
     ASSERT_EQ(run_plugin(cni_env("ADD", "after"), config).exit_code, 0);

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "tests/support/kill_round.h"
+#include "tests/support/op_timing.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -50,28 +51,43 @@ json network_config(const std::string& root, const std::string& data_dir,
     return cfg;
 }
 
+size_t checkpoints_in(const std::string& dir) {
+    size_t n = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+        n += f.path().filename().string().rfind("shmipam-checkpoint.", 0) == 0;
+    }
+    return n;
+}
+
 TEST(PowerCut, EveryAnsweredOperationSurvivesAnyLossOfUnsyncedWrites) {
     TempDir dir;
     const std::string trace = dir.sub("storage.trace");
-    const std::string config = network_config(dir.path(), dir.sub("data"), dir.sub("run")).dump();
+    const json cfg_json = network_config(dir.path(), dir.sub("data"), dir.sub("run"));
+    const std::string config = cfg_json.dump();
     const unsigned seed = unsigned(std::random_device{}());
     std::mt19937 rng(seed);
     SCOPED_TRACE("seed " + std::to_string(seed));
+    // Kills land up to 2.5 ADD times after a spawn: inside the operation on any machine.
+    const auto add_time = median_add_time(cfg_json);
+    const auto window = add_time * 5 / 2;
 
     std::map<std::string, json> acked;    // attachment -> the addresses its ADD printed
     std::map<std::string, json> printed;  // every ADD that answered, kept after its DEL
     std::set<std::string> del_answered;   // every DEL that answered
     std::set<std::string> uncertain;      // its last ADD or DEL never answered
-    int next = 0, kills = 0;
-    constexpr int kRounds = 6;
-    for (int round = 0; round < kRounds; ++round) {
-        const bool last = round == kRounds - 1;  // the power goes during this one
+    int next = 0, kills = 0, rounds = 0;
+    // At least kMinRounds rounds, then more until the journal has been compacted (so that
+    // segment names, checkpoints and unlinks are at stake: how many operations that takes
+    // depends on how many the kills cut short), at most kMaxRounds; then one more round during
+    // which the power goes: every process in it is killed.
+    constexpr int kMinRounds = 5, kMaxRounds = 40;
+    for (bool last = false; !HasFatalFailure(); ++rounds) {
         std::vector<std::string> live;
         for (const auto& [id, a] : acked) live.push_back(id);
         const auto ops = mixed_ops(live, 300, "c", next, rng);
         const auto results = run_kill_round(
             ops, config, {{"SHMIPAM_STORAGE_TRACE", trace}},
-            [&](size_t i) { return last || i % 4 == 0; }, 2500, rng);
+            [&](size_t i) { return last || i % 4 == 0; }, window, rng);
         for (size_t i = 0; i < ops.size(); ++i) {
             const RoundOp& op = ops[i];
             const ProcessResult& r = results[i];
@@ -87,13 +103,15 @@ TEST(PowerCut, EveryAnsweredOperationSurvivesAnyLossOfUnsyncedWrites) {
             if (op.cmd == "DEL") acked.erase(op.id);
             if (op.cmd == "DEL") del_answered.insert(op.id);
         }
+        if (last) break;
+        last = rounds + 1 >= kMaxRounds ||
+               (rounds + 1 >= kMinRounds && checkpoints_in(dir.sub("data/cut")) > 0);
     }
-    (void)kills;
-    size_t checkpoints = 0;
-    for (const auto& f : std::filesystem::directory_iterator(dir.sub("data/cut"))) {
-        checkpoints += f.path().filename().string().rfind("shmipam-checkpoint.", 0) == 0;
-    }
-    EXPECT_GE(checkpoints, 1u) << "the run never compacted: unlinks were not at stake";
+    if (HasFatalFailure()) return;
+    std::printf("[ power cut] %d rounds of 300 (ADD %.2f ms, kill window %.2f ms), %d SIGKILLs\n",
+                rounds + 1, double(add_time.count()) / 1000, double(window.count()) / 1000, kills);
+    ASSERT_GE(checkpoints_in(dir.sub("data/cut")), 1u)
+        << "the run never compacted in " << kMaxRounds << " rounds: unlinks were not at stake";
 
     // Power cuts: at the end of the run, at random points, and right after a file appeared or
     // a record was written (before anyone synced it), where the most is at stake.

@@ -17,6 +17,7 @@
 
 #include "shm/format.h"
 #include "tests/support/kill_round.h"
+#include "tests/support/op_timing.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -66,6 +67,9 @@ TEST(PowerLoss, AcknowledgedStateSurvivesLosingAnyUnacknowledgedRecords) {
     std::mt19937 rng(seed);
     SCOPED_TRACE("seed " + std::to_string(seed));
 
+    // Kills land up to two ADD times after a spawn: inside the operation on any machine.
+    const auto window = median_add_time(cfg) * 2;
+
     std::map<std::string, json> acked;  // attachment -> the addresses its ADD printed
     std::set<std::string> uncertain;    // attachments whose last ADD or DEL was killed
     int next = 0;
@@ -74,7 +78,7 @@ TEST(PowerLoss, AcknowledgedStateSurvivesLosingAnyUnacknowledgedRecords) {
         for (const auto& [id, a] : acked) live.push_back(id);
         const auto ops = mixed_ops(live, 80, "p", next, rng);
         const auto results = run_kill_round(
-            ops, config, {}, [](size_t i) { return i % 3 == 0; }, 2000, rng);
+            ops, config, {}, [](size_t i) { return i % 3 == 0; }, window, rng);
         for (size_t i = 0; i < ops.size(); ++i) {
             const RoundOp& op = ops[i];
             const ProcessResult& r = results[i];
@@ -89,6 +93,8 @@ TEST(PowerLoss, AcknowledgedStateSurvivesLosingAnyUnacknowledgedRecords) {
             if (op.cmd == "DEL") acked.erase(op.id);
         }
     }
+
+    ASSERT_FALSE(uncertain.empty()) << "no kill landed inside an operation";
 
     // Power loss: the arena is gone, and so are some records of unacknowledged operations.
     std::filesystem::remove_all(dir.sub("run"));

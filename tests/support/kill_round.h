@@ -41,19 +41,21 @@ inline std::vector<RoundOp> mixed_ops(std::vector<std::string> live, size_t n,
     return ops;
 }
 
-// Runs the round; `kill(i)` says whether op i is SIGKILLed, up to max_delay_us after it started.
+// Runs the round; `kill(i)` says whether op i is SIGKILLed, at a random moment up to `window`
+// after it started (callers scale the window to a measured ADD time: tests/support/op_timing.h).
 // The results come back in the order of `ops`.
 inline std::vector<ProcessResult> run_kill_round(
     const std::vector<RoundOp>& ops, const std::string& config,
     const std::map<std::string, std::string>& extra_env, const std::function<bool(size_t)>& kill,
-    int max_delay_us, std::mt19937& rng) {
+    std::chrono::microseconds window, std::mt19937& rng) {
+    const auto window_us = uint64_t(std::max<int64_t>(window.count(), 1));
     std::vector<std::unique_ptr<Child>> children(ops.size());
     std::vector<std::atomic<pid_t>> pids(ops.size());
     std::thread killer([&] {
         for (size_t i = 0; i < ops.size(); ++i) {
             if (!kill(i)) continue;
             while (pids[i].load() == 0) std::this_thread::yield();
-            std::this_thread::sleep_for(std::chrono::microseconds(rng() % max_delay_us));
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % window_us));
             ::kill(pids[i].load(), SIGKILL);
         }
     });
