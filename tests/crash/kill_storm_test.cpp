@@ -7,15 +7,14 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <random>
 #include <set>
-#include <thread>
 
+#include "tests/support/kill_round.h"
 #include "tests/support/op_timing.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
@@ -67,11 +66,6 @@ void storm_rounds(const TempDir& dir, const std::string& network, const json& cf
     // Odd rounds widen every step of claims and releases (a sleep at each fault point), so that
     // random kills land inside them; even rounds run at full speed.
     const std::map<std::string, std::string> stretched{{"SHMIPAM_FAULT_STRETCH_US", "300"}};
-    auto env_for = [&](const std::string& cmd, const std::string& id, int round) {
-        auto env = cni_env(cmd, id);
-        if (round % 2 == 1) env.insert(stretched.begin(), stretched.end());
-        return env;
-    };
     // Each kill lands at a random moment up to 1.5 ADD times (of that round's kind) after its
     // process was spawned: inside the operation whatever the machine's speed.
     const std::chrono::microseconds window[2] = {median_add_time(cfg) * 3 / 2,
@@ -82,50 +76,28 @@ void storm_rounds(const TempDir& dir, const std::string& network, const json& cf
     for (int round = 0; round < length.max_rounds; ++round) {
         if (round >= length.min_rounds && length.reached()) break;
         counts.rounds = round + 1;
-        struct Op {
-            std::string cmd, id;
-            std::unique_ptr<Child> child;
-            bool killed = false;
-        };
-        std::vector<Op> ops;
+        std::vector<RoundOp> ops;
         std::vector<std::string> live_list(live.begin(), live.end());
         std::shuffle(live_list.begin(), live_list.end(), rng);
         for (int i = 0; i < per_round; ++i) {
             // Half DELs of live attachments (while there are), the rest ADDs of new ones.
             if (i % 2 == 1 && !live_list.empty()) {
-                ops.push_back({"DEL", live_list.back(), nullptr});
+                ops.push_back({"DEL", live_list.back()});
                 live_list.pop_back();
             } else {
-                ops.push_back({"ADD", "s" + std::to_string(next_id++), nullptr});
+                ops.push_back({"ADD", "s" + std::to_string(next_id++)});
             }
         }
-        // A third of them are SIGKILLed by a killer thread that runs while the rest are still
-        // being spawned.
-        std::vector<std::atomic<pid_t>> pids(ops.size());
-        std::vector<std::chrono::steady_clock::time_point> spawned(ops.size());
-        std::vector<int64_t> delay_us(ops.size(), -1);
-        const auto window_us = uint64_t(std::max<int64_t>(window[round % 2].count(), 1));
-        for (size_t i = 0; i < ops.size(); ++i) {
-            if (rng() % 3 == 0) delay_us[i] = int64_t(rng() % window_us);
-        }
-        std::thread killer([&] {
-            for (size_t i = 0; i < ops.size(); ++i) {
-                if (delay_us[i] < 0) continue;
-                while (pids[i].load() == 0) std::this_thread::yield();
-                std::this_thread::sleep_until(spawned[i] + std::chrono::microseconds(delay_us[i]));
-                ::kill(pids[i].load(), SIGKILL);
-            }
-        });
-        for (size_t i = 0; i < ops.size(); ++i) {
-            spawned[i] = std::chrono::steady_clock::now();
-            ops[i].child = std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH},
-                                                   env_for(ops[i].cmd, ops[i].id, round), config);
-            pids[i].store(ops[i].child->pid());
-        }
-        killer.join();
+        // A third of them are SIGKILLed.
+        std::vector<bool> kill(ops.size());
+        for (size_t i = 0; i < ops.size(); ++i) kill[i] = rng() % 3 == 0;
+        const auto results = run_kill_round(
+            ops, config, round % 2 == 1 ? stretched : decltype(stretched){},
+            [&](size_t i) { return bool(kill[i]); }, window[round % 2], rng);
         std::vector<std::string> retry_del;
-        for (auto& op : ops) {
-            ProcessResult r = op.child->wait();
+        for (size_t i = 0; i < ops.size(); ++i) {
+            const RoundOp& op = ops[i];
+            const ProcessResult& r = results[i];
             if (r.signal == SIGKILL) {
                 ++counts.kills;
                 (op.cmd == "ADD" ? counts.killed_adds : counts.killed_dels)++;
