@@ -19,7 +19,7 @@
 #include "engine/allocator.h"
 #include "engine/network_store.h"
 #include "engine/slot_ops.h"
-#include "shm/clock.h"
+#include "base/clock.h"
 #include "shm/journal.h"
 #include "shm/process_identity.h"
 

@@ -13,8 +13,8 @@
 #include "engine/recovery.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
-#include "shm/fault_point.h"
+#include "base/clock.h"
+#include "base/fault_point.h"
 
 namespace shmipam::engine {
 
@@ -179,7 +179,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const uint64_t e = claim.entry.index;
     const uint64_t entry_word = claim.entry.word;
     format::Entry& ent = store_.index().entry(e);
-    ent.created_unix_ns = shm::unix_ns();
+    ent.created_unix_ns = base::unix_ns();
     ent.flags = 0;
     copy_truncated(ent.ifname, sizeof ent.ifname, req.key.ifname);
     copy_truncated(ent.container_id, sizeof ent.container_id, req.key.container_id);
@@ -191,7 +191,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
 
     std::vector<ClaimedSlot> claimed;
     size_t current_set = 0;
-    ClaimContext ctx{store_, lease.handle(), cfg_.reuse_delay_ms * 1'000'000, shm::boot_ns(),
+    ClaimContext ctx{store_, lease.handle(), cfg_.reuse_delay_ms * 1'000'000, base::boot_ns(),
                      [&](const IpAddress& a) {
                          format::AddressRef& ref = ent.refs[current_set];
                          auto b = a.to_bytes();
@@ -214,7 +214,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
         claimed.push_back(*got);
         SHMIPAM_FAULT("add.after_slot_claim");
     }
-    const uint64_t now = shm::unix_ns();
+    const uint64_t now = base::unix_ns();
     const uint16_t tenancy = EntryWord::decode(entry_word).gen;
     // Journal the allocation before anyone can see it: durable (per the sync mode) before the
     // commit, so before the result is printed.

@@ -3,7 +3,7 @@
 #include <sched.h>
 
 #include "shm/atomic_word.h"
-#include "shm/fault_point.h"
+#include "base/fault_point.h"
 
 namespace shmipam::engine {
 

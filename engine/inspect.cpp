@@ -8,7 +8,7 @@
 #include "engine/journal_records.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
+#include "base/clock.h"
 #include "shm/journal.h"
 #include "shm/state_words.h"
 
@@ -104,7 +104,7 @@ Expected<size_t> rejournal_allocations(NetworkStore& store) {
             const size_t range_set = size_t((shm::load_word(s.owner) >> 32) & 0xFF);
             missing.push_back(make_record(format::JournalOp::kAlloc, a, b->header().prefix,
                                           range_set, sw.gen, *fp, text, store.boot_id(),
-                                          shm::unix_ns()));
+                                          base::unix_ns()));
         }
     }
     if (auto st = store.append_journal(missing); !st) {

@@ -4,7 +4,7 @@
 #include <atomic>
 
 #include "shm/atomic_word.h"
-#include "shm/fault_point.h"
+#include "base/fault_point.h"
 
 namespace shmipam::engine {
 

@@ -8,8 +8,12 @@
 
 #include "engine/ip_address.h"
 #include "engine/range.h"
+#include "shm/format.h"
 
 namespace shmipam::engine {
+
+// How many range sets one network may have (an attachment's entry holds one ref per set).
+inline constexpr size_t kMaxRangeSets = format::kMaxRangeSets;
 
 struct NetworkConfig {
     std::string name;

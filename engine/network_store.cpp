@@ -11,8 +11,8 @@
 #include "engine/migration.h"
 #include "engine/rebuild.h"
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
-#include "shm/fault_point.h"
+#include "base/clock.h"
+#include "base/fault_point.h"
 
 namespace shmipam::engine {
 
@@ -219,7 +219,7 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
             creation_.created = true;
             if (!scan->records.empty()) {
                 auto stats = rebuild_from_journal(cfg, *scan, aside, open_block, boot_id_,
-                                                  shm::unix_ns(), shm::boot_ns());
+                                                  base::unix_ns(), base::boot_ns());
                 if (!stats) return stats.error();
                 creation_.rebuilt = true;
                 creation_.rebuilt_addresses = stats->addresses;

@@ -25,6 +25,10 @@ class NetworkStore {
     // host-local's files if the dataDir has them).
     static Expected<std::unique_ptr<NetworkStore>> open(const NetworkConfig& cfg,
                                                         const shm::ProcessIdentity& self);
+    // The same, as the calling process (what an invocation does).
+    static Expected<std::unique_ptr<NetworkStore>> open(const NetworkConfig& cfg) {
+        return open(cfg, shm::current_process());
+    }
     // Opens an existing network's state directory (tools); no config needed.
     static Expected<std::unique_ptr<NetworkStore>> open_existing(const std::string& state_dir,
                                                                  shm::Access access);

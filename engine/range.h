@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/ip_address.h"
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::engine {
 

@@ -9,8 +9,8 @@
 #include "engine/journal_records.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
-#include "shm/fault_point.h"
+#include "base/clock.h"
+#include "base/fault_point.h"
 
 namespace shmipam::engine {
 
@@ -56,7 +56,7 @@ void journal_rollback(NetworkStore& store, shm::BlockFile& b, uint64_t i, uint64
     const IpAddress a{base.value + i, base.family};
     format::JournalRecord r =
         make_record(format::JournalOp::kRollback, a, g.prefix, 0, SlotWord::decode(w).gen + 1,
-                    Fingerprint{}, AttachmentText{}, store.boot_id(), shm::unix_ns());
+                    Fingerprint{}, AttachmentText{}, store.boot_id(), base::unix_ns());
     (void)store.append_journal({&r, 1});
 }
 
@@ -149,7 +149,7 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
     }
     // 2. Journal the releases before any of these addresses can be claimed again: no rebuild can
     // then give one to two owners.
-    const uint64_t now_unix = shm::unix_ns();
+    const uint64_t now_unix = base::unix_ns();
     const format::Entry& ent = store.index().entry(entry_index);
     const AttachmentText text{
         std::string(ent.container_id, strnlen(ent.container_id, sizeof ent.container_id)),
@@ -176,7 +176,7 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
         return false;
     }
     // 3. COOLING, then the entry is done.
-    const uint64_t now = shm::boot_ns();
+    const uint64_t now = base::boot_ns();
     for (const auto& r : slots) {
         if (slot_ops::finish_release(*r.block, r.slot, r.word, now)) {
             SHMIPAM_FAULT("del.after_slot_cooling");
@@ -266,7 +266,7 @@ bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t 
     if (sw.state == SlotState::kClaiming) {
         slot_ops::roll_back(block, slot, slot_word);
     } else {
-        slot_ops::finish_release(block, slot, slot_word, shm::boot_ns());
+        slot_ops::finish_release(block, slot, slot_word, base::boot_ns());
     }
     return true;
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::cni {
 

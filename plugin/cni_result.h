@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/allocator.h"
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::cni {
 

@@ -11,7 +11,6 @@
 #include "plugin/cni_result.h"
 #include "plugin/netconf.h"
 #include "plugin/resolv_conf.h"
-#include "shm/process_identity.h"
 
 namespace shmipam::cni {
 
@@ -158,7 +157,7 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
         dns = *d;
     }
 
-    auto store = engine::NetworkStore::open(nc->network, shm::current_process());
+    auto store = engine::NetworkStore::open(nc->network);
     if (!store) return fail(v, store.error());
     Invocation inv = answer(*env, *nc, v, **store, *requested, *args, dns);
     // An append of ours reached a segment's compaction check: compact once the answer is out.

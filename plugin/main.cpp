@@ -39,11 +39,11 @@ void write_all(int fd, const std::string& s) {
 }  // namespace
 
 #ifdef SHMIPAM_FAULT_POINTS
-#include "shm/fault_point.h"
-#include "shm/storage_trace.h"
+#include "base/fault_point.h"
+#include "base/storage_trace.h"
 
 // Test builds only: SHMIPAM_FAULT=<point> [SHMIPAM_FAULT_MODE=kill] [SHMIPAM_FAULT_SKIP=n],
-// SHMIPAM_STORAGE_TRACE=<file> (shm/storage_trace.h).
+// SHMIPAM_STORAGE_TRACE=<file> (base/storage_trace.h).
 void arm_fault_from_env() {
     if (const char* us = std::getenv("SHMIPAM_FAULT_STRETCH_US")) {
         shmipam::faults::stretch(std::atoi(us));

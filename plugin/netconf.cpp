@@ -5,7 +5,6 @@
 #include <tuple>
 
 #include "plugin/cni_env.h"
-#include "shm/format.h"
 
 namespace shmipam::cni {
 
@@ -212,8 +211,8 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
         sets.insert(sets.end(), rs->begin(), rs->end());
     }
     if (auto st = engine::check_range_sets(sets); !st) return st.error();
-    if (sets.size() > format::kMaxRangeSets) {
-        return make_error(Code::kInvalidConfig, "at most " + std::to_string(format::kMaxRangeSets) +
+    if (sets.size() > engine::kMaxRangeSets) {
+        return make_error(Code::kInvalidConfig, "at most " + std::to_string(engine::kMaxRangeSets) +
                                                     " range sets are supported");
     }
     nc.network.range_sets = std::move(sets);

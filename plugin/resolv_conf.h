@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::cni {
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, builds, runs every test.
+#   0. the layering: every #include points down (scripts/check-layers.sh)
 #   1. ASan + UBSan build of the unit tests
 #   2. TSan build of the engine's concurrency tests
 #   3. optimised build with fault points: processes killed at every step, SIGKILL storms
@@ -8,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
+
+echo "== layers"
+bash scripts/check-layers.sh
 
 echo "== ASan + UBSan: unit tests"
 cmake --preset debug >/dev/null

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
+#include "base/clock.h"
 #include "shm/crc32c.h"
 
 namespace shmipam::shm {
@@ -53,7 +53,7 @@ Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std:
         h->bitmap_offset = format::kHeaderBytes;
         h->slots_offset = format::kHeaderBytes + bitmap_bytes(g.slot_count());
         h->file_bytes = bytes;
-        h->created_unix_ns = unix_ns();
+        h->created_unix_ns = base::unix_ns();
         auto boot = read_boot_id();
         std::memcpy(h->boot_id, boot.data(), 16);
         if (!copy_fixed(h->data_dir, sizeof h->data_dir, who.data_dir) ||

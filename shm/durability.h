@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::shm {
 

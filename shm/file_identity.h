@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::shm {
 

@@ -4,7 +4,7 @@
 #include <random>
 
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
+#include "base/clock.h"
 #include "shm/crc32c.h"
 
 namespace shmipam::shm {
@@ -48,9 +48,9 @@ Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const Inde
         h->file_bytes = bytes;
         h->block_prefix_v4 = g.block_prefix_v4;
         h->block_prefix_v6 = g.block_prefix_v6;
-        h->created_unix_ns = unix_ns();
+        h->created_unix_ns = base::unix_ns();
         std::random_device rd;
-        h->epoch = (uint64_t(rd()) << 32) ^ rd() ^ unix_ns();
+        h->epoch = (uint64_t(rd()) << 32) ^ rd() ^ base::unix_ns();
         std::memcpy(h->boot_id, boot_id.data(), 16);
         if (!copy_fixed(h->data_dir, sizeof h->data_dir, who.data_dir) ||
             !copy_fixed(h->network, sizeof h->network, who.network)) {

@@ -13,10 +13,10 @@
 
 #include "shm/atomic_word.h"
 #include "shm/crc32c.h"
-#include "shm/fault_point.h"
+#include "base/fault_point.h"
 #include "shm/lease_table.h"
 #include "shm/mapped_file.h"
-#include "shm/storage_trace.h"
+#include "base/storage_trace.h"
 
 namespace shmipam::shm {
 

@@ -11,7 +11,7 @@
 
 #include "shm/durability.h"
 #include "shm/format.h"
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::shm {
 

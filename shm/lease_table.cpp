@@ -6,8 +6,8 @@
 #include <cerrno>
 
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
-#include "shm/fault_point.h"
+#include "base/clock.h"
+#include "base/fault_point.h"
 
 namespace shmipam::shm {
 
@@ -73,7 +73,7 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
                 // acquired before tag: a reader that sees the tag also sees the time.
                 store_word(l.target, 0);
                 store_word(l.journal_intent, 0);
-                store_word(l.acquired_boot_ms, stamp(gen, boot_ns() / 1'000'000));
+                store_word(l.acquired_boot_ms, stamp(gen, base::boot_ns() / 1'000'000));
                 store_word(l.tag, stamp(gen, self.pidns_tag));
                 return LeaseHandle{uint32_t(i), mine};
             }
@@ -129,7 +129,7 @@ Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self
     const uint16_t gen = gen_of(w);
     const uint64_t acquired = unstamp(gen, load_word(l.acquired_boot_ms));
     const uint64_t tag = unstamp(gen, load_word(l.tag));
-    const uint64_t now = boot_ns() / 1'000'000;
+    const uint64_t now = base::boot_ns() / 1'000'000;
     const uint64_t age = (acquired != 0 && now > acquired) ? now - acquired : 0;
     // Another pid namespace: its pids mean nothing here, only time can tell. The full tag is
     // known once stamped; before that, the 4-bit hash in the word says it.

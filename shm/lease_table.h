@@ -12,7 +12,7 @@
 
 #include "shm/format.h"
 #include "shm/process_identity.h"
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::shm {
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <random>
 
-#include "shm/fault_point.h"
+#include "base/fault_point.h"
 
 namespace shmipam::shm {
 namespace bip = boost::interprocess;

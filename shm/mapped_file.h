@@ -15,7 +15,7 @@
 #include <span>
 #include <string>
 
-#include "shm/status.h"
+#include "base/status.h"
 
 namespace shmipam::shm {
 

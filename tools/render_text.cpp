@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "shm/clock.h"
+#include "base/clock.h"
 
 namespace shmipam::tools {
 
@@ -12,7 +12,7 @@ namespace {
 
 std::string age(uint64_t since_unix_ns) {
     if (since_unix_ns == 0) return "-";
-    const uint64_t now = shm::unix_ns();
+    const uint64_t now = base::unix_ns();
     const uint64_t s = now > since_unix_ns ? (now - since_unix_ns) / 1'000'000'000u : 0;
     char buf[32];
     if (s < 120) {
@@ -28,7 +28,7 @@ std::string age(uint64_t since_unix_ns) {
 }
 
 std::string cooling_for(uint64_t released_boot_ns, uint64_t delay_ms) {
-    const uint64_t now = shm::boot_ns();
+    const uint64_t now = base::boot_ns();
     const uint64_t until = released_boot_ns + delay_ms * 1'000'000;
     if (now >= until) return "cool-down over: reusable";
     return "cooling for " + std::to_string((until - now + 999'999'999) / 1'000'000'000) + "s more";
@@ -76,7 +76,7 @@ json dump_to_json(const engine::NetworkDump& d) {
         if (s.state == "cooling") {
             j["releasedBootNs"] = s.released_boot_ns;
             const uint64_t until = s.released_boot_ns + d.reuse_delay_ms * 1'000'000;
-            const uint64_t now = shm::boot_ns();
+            const uint64_t now = base::boot_ns();
             j["coolingMsLeft"] = now >= until ? 0 : (until - now) / 1'000'000;
         }
         out["allocations"].push_back(j);

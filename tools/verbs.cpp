@@ -17,7 +17,7 @@
 #include "engine/inspect.h"
 #include "engine/network_store.h"
 #include "engine/recovery.h"
-#include "shm/clock.h"
+#include "base/clock.h"
 #include "tools/metrics.h"
 #include "tools/render_svg.h"
 #include "tools/render_text.h"
@@ -431,7 +431,7 @@ int cmd_gc(const Options& o) {
     (*store)->act_as_invocation();
     engine::NetworkConfig none;
     engine::Allocator alloc(**store, none);
-    const uint64_t now = shm::unix_ns();
+    const uint64_t now = base::unix_ns();
     const uint64_t grace = uint64_t(o.older_than_s * 1e9);
     return report_released(o, alloc.release_where(
                                   [&](const format::Entry& e, const engine::Fingerprint& f) {

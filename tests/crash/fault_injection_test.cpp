@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <set>
 
-#include "shm/fault_point.h"
+#include "base/fault_point.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 

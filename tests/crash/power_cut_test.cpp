@@ -1,6 +1,6 @@
 // Power cuts at the storage level. Real plugin processes (test build) run rounds of concurrent
 // ADDs and DELs with random SIGKILLs, the last round cut short by killing everything, while each
-// traces every change it makes to the data directory (shm/storage_trace.h). Then, on copies of
+// traces every change it makes to the data directory (base/storage_trace.h). Then, on copies of
 // the data directory, several different power cuts drop random subsets of whatever was not yet
 // durable: unsynced record writes, unsynced names of new segments and checkpoints, unsynced
 // checkpoint contents, unsynced unlinks of compacted segments. The arena is gone (tmpfs). Each

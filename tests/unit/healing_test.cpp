@@ -9,7 +9,7 @@
 #include "engine/recovery.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
+#include "base/clock.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
@@ -107,7 +107,7 @@ TEST_F(HealingTest, AStaleHealerNeverTouchesTheNextTenancyOfAnEntry) {
     ASSERT_EQ(first.kind, ClaimKind::kClaimed);
     format::Entry& ent = store->index().entry(first.entry.index);
     ent.ref_count = 1;
-    ClaimContext ctx{*store, lease, 0, shm::boot_ns(), [&](const IpAddress& a) {
+    ClaimContext ctx{*store, lease, 0, base::boot_ns(), [&](const IpAddress& a) {
                          auto b = a.to_bytes();
                          std::copy(b.begin(), b.end(), ent.refs[0].address);
                          ent.refs[0].family = 4;

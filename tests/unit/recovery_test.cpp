@@ -13,7 +13,7 @@
 #include "engine/next_fit.h"
 #include "engine/slot_ops.h"
 #include "shm/atomic_word.h"
-#include "shm/clock.h"
+#include "base/clock.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
@@ -72,7 +72,7 @@ void partial_operation(NetworkStore& s, const NetworkConfig& cfg, Step step) {
     format::Entry& ent = s.index().entry(claim.entry.index);
     ent.ref_count = 1;
     if (step == Step::kAfterEntryClaim) return;
-    ClaimContext ctx{s, lease, 0, shm::boot_ns(), [&](const IpAddress& a) {
+    ClaimContext ctx{s, lease, 0, base::boot_ns(), [&](const IpAddress& a) {
                          auto b = a.to_bytes();
                          std::copy(b.begin(), b.end(), ent.refs[0].address);
                          ent.refs[0].family = 4;
@@ -82,7 +82,7 @@ void partial_operation(NetworkStore& s, const NetworkConfig& cfg, Step step) {
     if (!got || step == Step::kAfterSlotClaim) return;
     const uint16_t tenancy = shm::EntryWord::decode(claim.entry.word).gen;
     slot_ops::publish(*got->block, got->slot, got->word, claim.entry.index, 0, tenancy, fp.fp1,
-                      shm::unix_ns());
+                      base::unix_ns());
     if (step == Step::kAfterPublish) return;
     idx.commit(claim.entry, fp);
     // Now release it, dying midway.

@@ -1,4 +1,4 @@
-#include "shm/storage_trace.h"
+#include "base/storage_trace.h"
 
 #ifdef SHMIPAM_FAULT_POINTS
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "shm/fault_point.h"
+#include "base/fault_point.h"
 
 #ifdef SHMIPAM_FAULT_POINTS
 #include <signal.h>

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace shmipam::shm {
+namespace shmipam::base {
 
 inline uint64_t boot_ns() {
     timespec ts{};
@@ -20,4 +20,4 @@ inline uint64_t unix_ns() {
     return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
-}  // namespace shmipam::shm
+}  // namespace shmipam::base

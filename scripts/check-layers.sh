@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Checks that dependencies point one way, reading every #include "dir/..." line:
+#   base <- shm <- engine (addr <- slots <- state <- {policy, inspect} <- recovery <- ops)
+#        <- {plugin, tools, bench}
+# plugin/ includes no shm/ header: the engine owns what the CNI glue needs of the store.
+# Prints each include that breaks a rule and exits 1; exits 0 when there is none.
+#   bash scripts/check-layers.sh [ROOT]   (default: the repository)
+set -euo pipefail
+root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
+
+# What each layer may include (bash patterns). A file's layer is its top directory, or
+# engine/<area> for a file in an engine area.
+allowed_for() {
+    local engine_low="engine/addr engine/slots"
+    case "$1" in
+    base) echo "base" ;;
+    shm) echo "base shm" ;;
+    engine/addr) echo "base shm engine/addr" ;;
+    engine/slots) echo "base shm $engine_low" ;;
+    engine/state) echo "base shm $engine_low engine/state" ;;
+    engine/policy) echo "base shm $engine_low engine/state engine/policy" ;;
+    engine/inspect) echo "base shm $engine_low engine/state engine/inspect" ;;
+    engine/recovery) echo "base shm $engine_low engine/state engine/policy engine/recovery" ;;
+    engine/ops | engine) echo "base shm engine engine/*" ;;
+    plugin) echo "base engine engine/* plugin" ;;
+    tools) echo "base shm engine engine/* tools" ;;
+    bench) echo "base shm engine engine/* plugin bench" ;;
+    *) echo "*" ;;  # tests/ and anything else may include anything
+    esac
+}
+
+layer_of() {  # path relative to root, e.g. engine/ops/add.cpp -> engine/ops
+    local p=$1 top=${1%%/*} rest=${1#*/}
+    if [ "$top" = engine ] && [ "$rest" != "${rest#*/}" ]; then
+        echo "engine/${rest%%/*}"
+    else
+        echo "$top"
+    fi
+}
+
+violations=0
+while IFS= read -r file; do
+    rel=${file#"$root"/}
+    layer=$(layer_of "$rel")
+    allowed=$(allowed_for "$layer")
+    [ "$allowed" = "*" ] && continue
+    while IFS= read -r line; do
+        inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/' <<<"$line")
+        [ "$inc" = "${inc#*/}" ] && continue  # a header beside the file
+        target=$(layer_of "$inc")
+        ok=0
+        for pattern in $allowed; do
+            # shellcheck disable=SC2053  # the pattern is meant to match as a glob
+            if [[ $target == $pattern ]]; then ok=1; break; fi
+        done
+        if [ $ok -eq 0 ]; then
+            echo "$rel: includes $inc ($layer may not depend on $target)"
+            violations=$((violations + 1))
+        fi
+    done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
+done < <(find "$root/base" "$root/shm" "$root/engine" "$root/plugin" "$root/tools" "$root/bench" \
+    -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | sort)
+
+if [ $violations -ne 0 ]; then
+    echo "$violations include(s) against the layering (scripts/check-layers.sh)" >&2
+    exit 1
+fi
+echo "layers: every include points down"

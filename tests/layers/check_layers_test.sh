@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# scripts/check-layers.sh passes on the repository and fails, naming the file and the include,
+# on a copy with one wrong include planted for each kind of rule.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+script="$root/scripts/check-layers.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+
+expect() {  # name, expected exit (0 or 1), tree, expected text in the output
+    local out rc=0
+    out=$(bash "$script" "$3" 2>&1) || rc=$?
+    if [ "$rc" -eq "$2" ] && grep -qF -- "$4" <<<"$out"; then
+        passed=$((passed + 1))
+    else
+        echo "FAILED $1: exit $rc, output:"; echo "$out"
+        failed=$((failed + 1))
+    fi
+}
+
+expect "the repository" 0 "$root" "every include points down"
+
+plant() {  # file to plant in a fresh copy, the include line; prints the copy's path
+    local tree="$work/$RANDOM$RANDOM"
+    mkdir -p "$tree"
+    cp -r "$root/base" "$root/shm" "$root/engine" "$root/plugin" "$root/tools" "$root/bench" "$tree/"
+    mkdir -p "$(dirname "$tree/$1")"
+    printf '#include "%s"\n' "$2" >>"$tree/$1"
+    echo "$tree"
+}
+
+expect "shm includes plugin" 1 "$(plant shm/journal.cpp plugin/netconf.h)" \
+    "shm/journal.cpp: includes plugin/netconf.h"
+expect "engine includes tools" 1 "$(plant engine/planted.cpp tools/render_text.h)" \
+    "engine/planted.cpp: includes tools/render_text.h"
+expect "plugin includes shm" 1 "$(plant plugin/commands.cpp shm/format.h)" \
+    "plugin/commands.cpp: includes shm/format.h"
+expect "base includes shm" 1 "$(plant base/clock.h shm/format.h)" "base/clock.h: includes shm/format.h"
+expect "an engine area includes one above it" 1 \
+    "$(plant engine/slots/planted.cpp engine/ops/planted.h)" \
+    "engine/slots/planted.cpp: includes engine/ops/planted.h"
+expect "a header beside the file" 0 "$(plant shm/journal.cpp journal.h)" "every include points down"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
