@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/allocator.h"
-#include "engine/network_store.h"
-#include "engine/slot_ops.h"
+#include "engine/ops/allocator.h"
+#include "engine/ops/open_network.h"
+#include "engine/state/network_store.h"
+#include "engine/slots/slot_ops.h"
 #include "base/clock.h"
 #include "shm/journal.h"
 #include "shm/process_identity.h"
@@ -41,7 +42,7 @@ struct Net {
         cfg.data_dir = dir + "/data";
         cfg.reuse_delay_ms = 0;
         cfg.range_sets.push_back(*engine::make_range_set({{subnet, "", "", ""}}));
-        store = std::move(*engine::NetworkStore::open(cfg, shm::current_process()));
+        store = std::move(*engine::open_network(cfg, shm::current_process()));
         alloc = std::make_unique<engine::Allocator>(*store, cfg);
     }
     ~Net() {
@@ -113,7 +114,7 @@ void BM_AddDelThreads(benchmark::State& state) {
         cfg = shared_net().cfg;
     }
     // Every thread opens its own view of the same network.
-    auto opened = engine::NetworkStore::open(cfg, shm::current_process());
+    auto opened = engine::open_network(cfg, shm::current_process());
     if (!opened) {
         state.SkipWithError(opened.error().msg.c_str());
         return;
@@ -154,7 +155,7 @@ void BM_AddDelProcesses(benchmark::State& state) {
             const pid_t pid = ::fork();
             if (pid == 0) {
                 ::close(fds[0]);
-                auto store = engine::NetworkStore::open(net.cfg, shm::current_process());
+                auto store = engine::open_network(net.cfg, shm::current_process());
                 uint64_t ops = 0;
                 if (store) {
                     engine::Allocator alloc(**store, net.cfg);
@@ -218,7 +219,7 @@ void BM_OpenNetwork(benchmark::State& state) {
     r.key = {"x", "eth0"};
     (void)net.alloc->add(r);
     for (auto _ : state) {
-        auto s = engine::NetworkStore::open(net.cfg, shm::current_process());
+        auto s = engine::open_network(net.cfg, shm::current_process());
         auto b = (*s)->block_for(*engine::IpAddress::parse("10.35.0.2"), false);
         benchmark::DoNotOptimize(b);
     }

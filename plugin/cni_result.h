@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/allocator.h"
+#include "engine/ops/allocator.h"
 #include "base/status.h"
 
 namespace shmipam::cni {

@@ -4,9 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "engine/allocator.h"
-#include "engine/journal_compaction.h"
-#include "engine/network_store.h"
+#include "engine/ops/allocator.h"
+#include "engine/state/journal_compaction.h"
+#include "engine/ops/open_network.h"
+#include "engine/state/network_store.h"
 #include "plugin/cni_args.h"
 #include "plugin/cni_result.h"
 #include "plugin/netconf.h"
@@ -157,7 +158,7 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
         dns = *d;
     }
 
-    auto store = engine::NetworkStore::open(nc->network);
+    auto store = engine::open_network(nc->network);
     if (!store) return fail(v, store.error());
     Invocation inv = answer(*env, *nc, v, **store, *requested, *args, dns);
     // An append of ours reached a segment's compaction check: compact once the answer is out.

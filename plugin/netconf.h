@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/allocator.h"
-#include "engine/network_config.h"
+#include "engine/ops/allocator.h"
+#include "engine/state/network_config.h"
 #include "plugin/cni_args.h"
 
 namespace shmipam::cni {

@@ -10,44 +10,47 @@ root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 
 # What each layer may include (bash patterns). A file's layer is its top directory, or
 # engine/<area> for a file in an engine area.
-allowed_for() {
-    local engine_low="engine/addr engine/slots"
+allowed_for() {  # sets `allowed`
+    local low="base shm engine/addr engine/slots"
     case "$1" in
-    base) echo "base" ;;
-    shm) echo "base shm" ;;
-    engine/addr) echo "base shm engine/addr" ;;
-    engine/slots) echo "base shm $engine_low" ;;
-    engine/state) echo "base shm $engine_low engine/state" ;;
-    engine/policy) echo "base shm $engine_low engine/state engine/policy" ;;
-    engine/inspect) echo "base shm $engine_low engine/state engine/inspect" ;;
-    engine/recovery) echo "base shm $engine_low engine/state engine/policy engine/recovery" ;;
-    engine/ops | engine) echo "base shm engine engine/*" ;;
-    plugin) echo "base engine engine/* plugin" ;;
-    tools) echo "base shm engine engine/* tools" ;;
-    bench) echo "base shm engine engine/* plugin bench" ;;
-    *) echo "*" ;;  # tests/ and anything else may include anything
+    base) allowed="base" ;;
+    shm) allowed="base shm" ;;
+    engine/addr) allowed="base shm engine/addr" ;;
+    engine/slots) allowed="$low" ;;
+    engine/state) allowed="$low engine/state" ;;
+    engine/policy) allowed="$low engine/state engine/policy" ;;
+    engine/inspect) allowed="$low engine/state engine/inspect" ;;
+    engine/recovery) allowed="$low engine/state engine/policy engine/recovery" ;;
+    engine/ops | engine) allowed="base shm engine engine/*" ;;
+    plugin) allowed="base engine engine/* plugin" ;;
+    tools) allowed="base shm engine engine/* tools" ;;
+    bench) allowed="base shm engine engine/* plugin bench" ;;
+    *) allowed="*" ;;  # tests/ and anything else may include anything
     esac
 }
 
-layer_of() {  # path relative to root, e.g. engine/ops/add.cpp -> engine/ops
-    local p=$1 top=${1%%/*} rest=${1#*/}
+layer_of() {  # sets layer_result: engine/ops/add.cpp -> engine/ops, shm/format.h -> shm
+    local top=${1%%/*} rest=${1#*/}
     if [ "$top" = engine ] && [ "$rest" != "${rest#*/}" ]; then
-        echo "engine/${rest%%/*}"
+        layer_result="engine/${rest%%/*}"
     else
-        echo "$top"
+        layer_result=$top
     fi
 }
 
 violations=0
 while IFS= read -r file; do
     rel=${file#"$root"/}
-    layer=$(layer_of "$rel")
-    allowed=$(allowed_for "$layer")
+    layer_of "$rel"
+    layer=$layer_result
+    allowed_for "$layer"
     [ "$allowed" = "*" ] && continue
     while IFS= read -r line; do
-        inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/' <<<"$line")
+        [[ $line =~ \"([^\"]+)\" ]] || continue
+        inc=${BASH_REMATCH[1]}
         [ "$inc" = "${inc#*/}" ] && continue  # a header beside the file
-        target=$(layer_of "$inc")
+        layer_of "$inc"
+        target=$layer_result
         ok=0
         for pattern in $allowed; do
             # shellcheck disable=SC2053  # the pattern is meant to match as a glob

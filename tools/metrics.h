@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/inspect.h"
+#include "engine/inspect/inspect.h"
 
 namespace shmipam::tools {
 

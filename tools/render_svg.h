@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "engine/inspect.h"
+#include "engine/inspect/inspect.h"
 
 namespace shmipam::tools {
 

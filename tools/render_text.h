@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/inspect.h"
+#include "engine/inspect/inspect.h"
 
 namespace shmipam::tools {
 

@@ -13,10 +13,10 @@
 #include <set>
 #include <sstream>
 
-#include "engine/allocator.h"
-#include "engine/inspect.h"
-#include "engine/network_store.h"
-#include "engine/recovery.h"
+#include "engine/ops/allocator.h"
+#include "engine/inspect/inspect.h"
+#include "engine/state/network_store.h"
+#include "engine/recovery/recovery.h"
 #include "base/clock.h"
 #include "tools/metrics.h"
 #include "tools/render_svg.h"

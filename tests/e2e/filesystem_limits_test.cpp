@@ -8,9 +8,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/allocator.h"
-#include "engine/inspect.h"
-#include "engine/network_store.h"
+#include "engine/ops/allocator.h"
+#include "engine/inspect/inspect.h"
+#include "engine/ops/open_network.h"
+#include "engine/state/network_store.h"
 #include "shm/atomic_word.h"
 #include "shm/process_identity.h"
 #include "tests/e2e/e2e_support.h"
@@ -41,7 +42,7 @@ class FilesystemLimits : public ::testing::Test {
         if (mounted) ::umount2(dir.sub("data").c_str(), MNT_DETACH);
     }
     void open() {
-        auto s = engine::NetworkStore::open(cfg, shm::current_process());
+        auto s = engine::open_network(cfg, shm::current_process());
         ASSERT_TRUE(s) << s.error().msg;
         store = std::move(*s);
         alloc = std::make_unique<engine::Allocator>(*store, cfg);

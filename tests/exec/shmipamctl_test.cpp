@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
-#include "engine/attachment_index.h"
-#include "engine/network_store.h"
-#include "engine/slot_ops.h"
+#include "engine/slots/attachment_index.h"
+#include "engine/state/network_store.h"
+#include "engine/slots/slot_ops.h"
 #include "shm/atomic_word.h"
 #include "shm/journal.h"
 #include "shm/state_words.h"

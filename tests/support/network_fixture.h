@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/allocator.h"
-#include "engine/inspect.h"
-#include "engine/network_store.h"
+#include "engine/ops/allocator.h"
+#include "engine/inspect/inspect.h"
+#include "engine/ops/open_network.h"
+#include "engine/state/network_store.h"
 #include "shm/process_identity.h"
 #include "tests/support/temp_dir.h"
 
@@ -33,7 +34,7 @@ inline engine::NetworkConfig network_config(const TempDir& dir, std::vector<engi
 }
 
 inline std::unique_ptr<engine::NetworkStore> open_store(const engine::NetworkConfig& cfg) {
-    auto s = engine::NetworkStore::open(cfg, shm::current_process());
+    auto s = engine::open_network(cfg, shm::current_process());
     EXPECT_TRUE(s) << (s ? "" : s.error().msg);
     return s ? std::move(*s) : nullptr;
 }

@@ -1,10 +1,11 @@
-#include "engine/allocator.h"
+#include "engine/ops/allocator.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "engine/inspect.h"
+#include "engine/inspect/inspect.h"
+#include "engine/ops/open_network.h"
 #include "shm/atomic_word.h"
 #include "tests/support/network_fixture.h"
 
@@ -204,7 +205,7 @@ TEST_F(AllocatorTest, BlockSizeIsFixedAtCreation) {
     open({range_set({{"10.1.0.0/24", "", "", ""}})});
     NetworkConfig other = cfg;
     other.block_prefix_v4 = 26;
-    auto s = NetworkStore::open(other, shm::current_process());
+    auto s = open_network(other, shm::current_process());
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::kInvalidConfig);
 }
@@ -213,7 +214,7 @@ TEST_F(AllocatorTest, AnArenaBelongsToOneDataDir) {
     open({range_set({{"10.1.0.0/24", "", "", ""}})});
     NetworkConfig other = cfg;
     other.data_dir = dir.sub("elsewhere");
-    auto s = NetworkStore::open(other, shm::current_process());
+    auto s = open_network(other, shm::current_process());
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::kArenaForeign);
 }

@@ -1,4 +1,4 @@
-#include "engine/attachment_index.h"
+#include "engine/slots/attachment_index.h"
 
 #include <gtest/gtest.h>
 

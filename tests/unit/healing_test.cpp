@@ -4,12 +4,12 @@
 
 #include <set>
 
-#include "engine/attachment_index.h"
-#include "engine/next_fit.h"
-#include "engine/recovery.h"
-#include "engine/slot_ops.h"
-#include "shm/atomic_word.h"
 #include "base/clock.h"
+#include "engine/policy/next_fit.h"
+#include "engine/recovery/recovery.h"
+#include "engine/slots/attachment_index.h"
+#include "engine/slots/slot_ops.h"
+#include "shm/atomic_word.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
@@ -107,7 +107,9 @@ TEST_F(HealingTest, AStaleHealerNeverTouchesTheNextTenancyOfAnEntry) {
     ASSERT_EQ(first.kind, ClaimKind::kClaimed);
     format::Entry& ent = store->index().entry(first.entry.index);
     ent.ref_count = 1;
-    ClaimContext ctx{*store, lease, 0, base::boot_ns(), [&](const IpAddress& a) {
+    ArenaScanner scanner(*store, lease, slot_healer(*store));
+    ClaimContext ctx{scanner, store->index().header().cursor, 0, base::boot_ns(),
+                     [&](const IpAddress& a) {
                          auto b = a.to_bytes();
                          std::copy(b.begin(), b.end(), ent.refs[0].address);
                          ent.refs[0].family = 4;

@@ -1,4 +1,4 @@
-#include "engine/ip_address.h"
+#include "engine/addr/ip_address.h"
 
 #include <gtest/gtest.h>
 

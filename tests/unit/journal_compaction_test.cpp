@@ -1,7 +1,7 @@
 // Compaction while invocations append: the journal stays bounded, a rebuild from checkpoint plus
 // segments keeps every allocation, and a record reserved but not yet written (a live intent)
 // holds the boundary back, while a dead appender's intent does not.
-#include "engine/journal_compaction.h"
+#include "engine/state/journal_compaction.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

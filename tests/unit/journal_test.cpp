@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "engine/journal_records.h"
+#include "engine/state/journal_records.h"
 #include "shm/crc32c.h"
 #include "tests/support/temp_dir.h"
 

@@ -1,4 +1,4 @@
-#include "engine/migration.h"
+#include "engine/recovery/migration.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/range.h"
+#include "engine/addr/range.h"
 
 #include <gtest/gtest.h>
 

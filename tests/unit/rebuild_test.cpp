@@ -1,6 +1,6 @@
 // The arena lost (reboot, deleted run directory, retired state): the next open rebuilds it
 // from the journal.
-#include "engine/rebuild.h"
+#include "engine/recovery/rebuild.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // A process that dies at each step of a claim or a release leaves work that the next one heals:
 // claims roll back, releases roll forward. The dying process is a real forked child that stops
 // with _exit at the step under test (no destructors, no lease release: as a SIGKILL would).
-#include "engine/recovery.h"
+#include "engine/recovery/recovery.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -9,11 +9,12 @@
 
 #include <functional>
 
-#include "engine/attachment_index.h"
-#include "engine/next_fit.h"
-#include "engine/slot_ops.h"
-#include "shm/atomic_word.h"
 #include "base/clock.h"
+#include "engine/ops/open_network.h"
+#include "engine/policy/next_fit.h"
+#include "engine/slots/attachment_index.h"
+#include "engine/slots/slot_ops.h"
+#include "shm/atomic_word.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
@@ -42,7 +43,7 @@ class RecoveryTest : public ::testing::TestWithParam<Step> {
         pid_t pid = ::fork();
         ASSERT_GE(pid, 0);
         if (pid == 0) {
-            auto s = NetworkStore::open(cfg, shm::current_process());
+            auto s = open_network(cfg, shm::current_process());
             if (s) fn(**s);
             ::_exit(0);
         }
@@ -72,7 +73,9 @@ void partial_operation(NetworkStore& s, const NetworkConfig& cfg, Step step) {
     format::Entry& ent = s.index().entry(claim.entry.index);
     ent.ref_count = 1;
     if (step == Step::kAfterEntryClaim) return;
-    ClaimContext ctx{s, lease, 0, base::boot_ns(), [&](const IpAddress& a) {
+    ArenaScanner scanner(s, lease, slot_healer(s));
+    ClaimContext ctx{scanner, s.index().header().cursor, 0, base::boot_ns(),
+                     [&](const IpAddress& a) {
                          auto b = a.to_bytes();
                          std::copy(b.begin(), b.end(), ent.refs[0].address);
                          ent.refs[0].family = 4;

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/slot_ops.h"
+#include "engine/slots/slot_ops.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam {

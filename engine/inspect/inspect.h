@@ -1,0 +1,87 @@
+// Reading a network's state for people and checks: dump (what is allocated to whom) and verify
+// (every invariant of the arenas and the index). Read-only: never changes a word.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/addr/ip_address.h"
+#include "engine/state/network_store.h"
+
+namespace shmipam::engine {
+
+struct SlotView {
+    IpAddress address;
+    std::string block;  // the block's CIDR
+    std::string state;  // free, claiming, allocated, releasing, cooling, reserved, sticky
+    uint32_t generation = 0;
+    int32_t holder_pid = 0;  // claiming / releasing: the lease holder's pid
+    std::string container_id;
+    std::string ifname;
+    std::string pod;
+    bool imported = false;
+    uint64_t allocated_unix_ns = 0;
+    uint64_t released_boot_ns = 0;  // cooling: when the cool-down began (CLOCK_BOOTTIME)
+};
+
+struct BlockView {
+    std::string cidr;
+    uint64_t slots = 0;
+    uint64_t in_use = 0;  // not free and not cooling
+    uint64_t cooling = 0;
+    uint64_t claims = 0, releases = 0, cas_retries = 0, rollbacks = 0;
+};
+
+struct LeaseView {
+    uint32_t index = 0;
+    int32_t pid = 0;
+    bool alive = false;
+};
+
+struct RangeView {
+    size_t range_set = 0;
+    std::string subnet;  // CIDR
+    IpAddress start, end;
+    uint64_t size = 0;
+    uint64_t in_use = 0;  // allocated (or mid-transition) addresses inside [start, end]
+    uint64_t cooling = 0;
+};
+
+struct NetworkDump {
+    std::string network;
+    std::string data_dir;
+    std::string ranges;                  // as the config last used them describe them
+    std::vector<RangeView> range_views;  // the same, parsed, with utilisation
+    uint64_t reuse_delay_ms = 0;
+    std::vector<BlockView> blocks;
+    std::vector<SlotView> slots;    // every slot that is not free
+    std::vector<LeaseView> leases;  // held leases
+    uint64_t adds = 0, dels = 0, dead_leases_reaped = 0, busy_rejections = 0, reboot_reclaims = 0;
+};
+
+Expected<NetworkDump> dump(NetworkStore& store);
+
+struct Violation {
+    std::string kind;    // stable identifier, e.g. "duplicate-address"
+    std::string detail;  // human sentence naming the address / entry / lease
+};
+
+struct VerifyReport {
+    std::vector<Violation> violations;
+    uint64_t journal_records = 0;
+    uint64_t journal_invalid = 0;  // damaged or torn records (skipped by replay; counted only)
+    uint64_t hint_mismatches = 0;  // bitmap bits that disagree with slots (harmless, counted)
+    uint64_t slots_checked = 0;
+    uint64_t entries_checked = 0;
+};
+
+Expected<VerifyReport> verify(NetworkStore& store);
+
+// Appends an ALLOC record for every allocated address whose newest journal record is not its
+// allocation (the "unjournaled-allocation" violation): the arena is the truth while it exists.
+Expected<size_t> rejournal_allocations(NetworkStore& store);
+
+const char* slot_state_name(format::SlotState s);
+
+}  // namespace shmipam::engine

@@ -1,0 +1,82 @@
+#include "engine/recovery/rebuild.h"
+
+#include <cstring>
+#include <map>
+
+#include "engine/slots/entry_fields.h"
+#include "engine/state/journal_records.h"
+#include "engine/policy/next_fit.h"
+
+namespace shmipam::engine {
+
+using format::JournalOp;
+using format::JournalRecord;
+
+Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
+                                            const shm::Journal::ScanResult& scan,
+                                            shm::IndexFile& aside, const BlockOpener& open_block,
+                                            const std::array<uint8_t, 16>& boot_id,
+                                            uint64_t now_unix_ns, uint64_t now_boot_ns) {
+    RebuildStats stats;
+    AsideBuilder builder(aside, cfg.range_sets.size());
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> entry_of;  // fingerprint -> entry
+    std::map<size_t, const JournalRecord*> last_alloc_in_set;    // for the cursors
+    const uint64_t reuse_ns = cfg.reuse_delay_ms * 1'000'000;
+    stats.newest = shm::Journal::newest_per_address(scan.records);
+    for (const JournalRecord& winner : stats.newest) {
+        const JournalRecord* r = &winner;
+        const IpAddress a = record_address(*r);
+        const auto op = JournalOp(r->op);
+        if (op == JournalOp::kAlloc) {
+            const bool same_boot = std::memcmp(r->boot_id, boot_id.data(), 16) == 0;
+            if (!same_boot && cfg.reclaim_on_reboot) {
+                ++stats.reclaimed_after_reboot;
+                builder.set_slot(a, r->block_prefix, r->slot_gen, false, 0);
+                continue;
+            }
+            const Fingerprint fp{r->fp1, r->fp2};
+            auto [it, fresh] = entry_of.insert({{fp.fp1, fp.fp2}, 0});
+            if (fresh) {
+                const AttachmentText text{fixed(r->container_id, sizeof r->container_id),
+                                          fixed(r->ifname, sizeof r->ifname),
+                                          fixed(r->pod, sizeof r->pod), uint8_t(r->flags),
+                                          r->unix_ns};
+                auto e = builder.add_entry(fp, text);
+                if (!e) return e.error();
+                it->second = *e;
+                ++stats.attachments;
+            }
+            builder.add_address(it->second, r->range_set, a, r->block_prefix, r->slot_gen, fp.fp1,
+                                r->unix_ns);
+            ++stats.addresses;
+            auto& last = last_alloc_in_set[r->range_set];
+            if (last == nullptr || r->sequence > last->sequence) last = r;
+        } else if (op == JournalOp::kRelease && now_unix_ns >= r->unix_ns &&
+                   now_unix_ns - r->unix_ns < reuse_ns) {
+            // Still cooling: as if released (now_unix - unix_ns) ago on the boot clock.
+            const uint64_t ago = now_unix_ns - r->unix_ns;
+            builder.set_slot(a, r->block_prefix, r->slot_gen, true,
+                             now_boot_ns > ago ? now_boot_ns - ago : 1);
+            ++stats.cooling;
+        } else {
+            builder.set_slot(a, r->block_prefix, r->slot_gen, false, 0);
+        }
+    }
+    // Attachments that hold fewer addresses than there are range sets (an ADD that never answered
+    // lost some of its records) are kept, so DEL releases them, and flagged.
+    for (const auto& [fp, e] : entry_of) {
+        format::Entry& ent = aside.entry(e);
+        for (size_t s = 0; s < std::min(cfg.range_sets.size(), format::kMaxRangeSets); ++s) {
+            if (ent.refs[s].family == 0) ent.flags |= format::kEntryFlagPartial;
+        }
+    }
+    if (auto st = builder.build_blocks(open_block); !st) return st.error();
+    for (const auto& [set, r] : last_alloc_in_set) {
+        if (set < cfg.range_sets.size() && set < format::kMaxRangeSets) {
+            aside.header().cursor[set] = cursor_after(cfg.range_sets[set], record_address(*r));
+        }
+    }
+    return stats;
+}
+
+}  // namespace shmipam::engine

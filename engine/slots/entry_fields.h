@@ -1,0 +1,42 @@
+// Small conversions between the fixed-size fields of entries, slots and journal records
+// (format.h) and engine values.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "engine/addr/ip_address.h"
+#include "shm/format.h"
+
+namespace shmipam::engine {
+
+// An attachment's text, as its entry and its journal records hold it (truncated to the fields).
+struct AttachmentText {
+    std::string container_id;
+    std::string ifname;
+    std::string pod;
+    uint8_t flags = 0;
+    uint64_t created_unix_ns = 0;
+};
+
+// Copies s into a NUL-terminated field of cap bytes, truncating (display fields).
+inline void copy_truncated(char* dst, size_t cap, const std::string& s) {
+    std::memset(dst, 0, cap);
+    std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
+}
+
+// The text of a NUL-terminated (or full) fixed field.
+inline std::string fixed(const char* s, size_t cap) {
+    return std::string(s, strnlen(s, cap));
+}
+
+inline IpAddress ref_address(const format::AddressRef& r) {
+    std::array<uint8_t, 16> b{};
+    std::copy(std::begin(r.address), std::end(r.address), b.begin());
+    return IpAddress::from_bytes(Family(r.family), b);
+}
+
+}  // namespace shmipam::engine

@@ -1,0 +1,40 @@
+#include "engine/state/journal_records.h"
+
+#include <cstring>
+
+#include "engine/slots/entry_fields.h"
+
+namespace shmipam::engine {
+
+namespace {}  // namespace
+
+format::JournalRecord make_record(format::JournalOp op, const IpAddress& address,
+                                  uint8_t block_prefix, size_t range_set, uint32_t slot_gen,
+                                  const Fingerprint& fp, const AttachmentText& text,
+                                  const std::array<uint8_t, 16>& boot_id, uint64_t unix_ns) {
+    format::JournalRecord r{};
+    r.op = uint8_t(op);
+    r.family = uint8_t(address.family);
+    r.block_prefix = block_prefix;
+    r.range_set = uint8_t(range_set);
+    auto bytes = address.to_bytes();
+    std::memcpy(r.address, bytes.data(), 16);
+    r.slot_gen = slot_gen;
+    r.flags = text.flags;
+    r.fp1 = fp.fp1;
+    r.fp2 = fp.fp2;
+    r.unix_ns = unix_ns;
+    std::memcpy(r.boot_id, boot_id.data(), 16);
+    copy_truncated(r.container_id, sizeof r.container_id, text.container_id);
+    copy_truncated(r.ifname, sizeof r.ifname, text.ifname);
+    copy_truncated(r.pod, sizeof r.pod, text.pod);
+    return r;
+}
+
+IpAddress record_address(const format::JournalRecord& r) {
+    std::array<uint8_t, 16> b{};
+    std::memcpy(b.data(), r.address, 16);
+    return IpAddress::from_bytes(Family(r.family), b);
+}
+
+}  // namespace shmipam::engine
