@@ -1,5 +1,6 @@
-// The allocation policy: ADD, DEL, CHECK, GC and STATUS over a network's store. Pure logic:
-// no environment, no output (the plugin and shmipamctl do those).
+// The operations over a network's store, one file each: add.cpp (ADD), release.cpp (DEL, GC and
+// the operator's releases), check.cpp (CHECK and STATUS). No environment, no output (the plugin
+// and shmipamctl do those).
 #pragma once
 
 #include <cstdint>

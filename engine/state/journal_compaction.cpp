@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
-#include "shm/atomic_word.h"
 #include "base/fault_point.h"
+#include "shm/atomic_word.h"
 
 namespace shmipam::engine {
 

@@ -28,7 +28,8 @@ uint64_t compaction_boundary(NetworkStore& store);
 Expected<std::optional<Compaction>> compact_journal(NetworkStore& store, uint64_t max_segments);
 
 // What an operation calls when it is done (lease released): compacts if one of its appends
-// reached a segment's compaction check (a quarter into it). Best effort: a failed compaction leaves the journal as it was.
+// reached a segment's compaction check (a quarter into it). Best effort: a failed compaction leaves
+// the journal as it was.
 void compact_journal_if_due(NetworkStore& store);
 
 }  // namespace shmipam::engine

@@ -1,0 +1,164 @@
+// Releases: DEL, GC, and the operator's releases (shmipamctl release, gc): docs/claim-protocol.md,
+// "DEL, step by step". Each attachment is released with a CAS from the word it was seen with,
+// so one re-claimed meanwhile is never touched.
+#include <cstring>
+#include <set>
+
+#include "base/fault_point.h"
+#include "engine/ops/allocator.h"
+#include "engine/ops/lease_guard.h"
+#include "engine/slots/entry_fields.h"
+#include "engine/slots/slot_ops.h"
+#include "shm/atomic_word.h"
+
+namespace shmipam::engine {
+
+using format::EntryState;
+using shm::EntryWord;
+
+namespace {
+
+// How long a DEL waits for a concurrent ADD or DEL of the same attachment to finish.
+constexpr int kBusyWaitMs = 2000;
+
+}  // namespace
+
+Allocator::Released Allocator::release_entry(uint64_t entry_index, uint64_t word,
+                                             const shm::LeaseHandle& lease) {
+    AttachmentIndex index = make_index(store_);
+    store_.index().leases().set_target(lease, entry_index, EntryWord::decode(word).gen);
+    SHMIPAM_FAULT("del.after_target");
+    uint64_t releasing = 0;
+    if (!index.begin_release({entry_index, word}, lease, &releasing)) return Released::kChanged;
+    SHMIPAM_FAULT("del.after_entry_release");
+    if (!complete_release(store_, entry_index, releasing)) return Released::kIo;
+    shm::bump_counter(store_.index().header().dels);
+    return Released::kDone;
+}
+
+Status Allocator::del(const AttachmentKey& key) {
+    LeaseGuard lease(store_);
+    if (auto st = lease.acquire(); !st) return st.error();
+    if (store_.retired()) return retired_error();
+    reap_dead_leases(store_);
+    const Fingerprint fp = fingerprint(key.container_id, key.ifname);
+    AttachmentIndex index = make_index(store_);
+    for (int pass = 0; pass < kBusyWaitMs; ++pass) {
+        bool busy = false;
+        bool changed = false;
+        for (const EntryRef& e : index.find(fp)) {
+            const EntryWord w = EntryWord::decode(e.word);
+            if (w.state == EntryState::kCommitted) {
+                const Released r = release_entry(e.index, e.word, lease.handle());
+                if (r == Released::kIo) {
+                    return make_error(Code::kIo,
+                                      "cannot complete the release: the journal cannot be "
+                                      "written or a block arena cannot be opened",
+                                      store_.dir());
+                }
+                if (r == Released::kChanged) changed = true;
+            } else if (heal_entry_if_orphaned(store_, e.index, e.word)) {
+                changed = true;
+            } else {
+                busy = true;  // a live ADD or DEL of the same attachment: let it finish
+            }
+        }
+        // A release journaled on a retired state may have missed the rebuild: say so, and the
+        // runtime's retry finds the attachment (or nothing) in the new state.
+        if (store_.retired()) return retired_error();
+        if (!busy && !changed) return Ok{};
+        if (busy || pass > 8) usleep(1000);  // look again, politely
+    }
+    return make_error(Code::kTryAgainLater, "another operation on container " + key.container_id +
+                                                " interface " + key.ifname + " is in progress");
+}
+
+Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
+    std::set<std::pair<uint64_t, uint64_t>> keep;
+    for (const auto& k : valid) {
+        const Fingerprint f = fingerprint(k.container_id, k.ifname);
+        keep.insert({f.fp1, f.fp2});
+    }
+    auto released = release_where(
+        [&](const format::Entry&, const Fingerprint& f) {
+            return keep.count({f.fp1, f.fp2}) == 0;
+        },
+        false);
+    if (!released) return released.error();
+    return GcOutcome{released->size()};
+}
+
+namespace {
+
+ReleasedAttachment view_of(const format::Entry& e) {
+    ReleasedAttachment r;
+    r.container_id = std::string(e.container_id, strnlen(e.container_id, sizeof e.container_id));
+    r.ifname = std::string(e.ifname, strnlen(e.ifname, sizeof e.ifname));
+    r.pod = std::string(e.pod, strnlen(e.pod, sizeof e.pod));
+    for (size_t k = 0; k < std::min<size_t>(e.ref_count, format::kMaxRangeSets); ++k) {
+        if (e.refs[k].family == 4 || e.refs[k].family == 6)
+            r.addresses.push_back(ref_address(e.refs[k]));
+    }
+    return r;
+}
+
+}  // namespace
+
+Expected<std::vector<ReleasedAttachment>> Allocator::release_where(const EntryFilter& filter,
+                                                                   bool dry_run) {
+    if (store_.retired()) return retired_error();
+    LeaseGuard lease(store_);
+    if (!dry_run) {
+        if (auto st = lease.acquire(); !st) return st.error();
+        reap_dead_leases(store_);
+    }
+    std::vector<ReleasedAttachment> out;
+    shm::IndexFile& idx = store_.index();
+    for (uint64_t i = 0; i < idx.entry_count(); ++i) {
+        const uint64_t w = shm::load_word(idx.entry(i).state);
+        if (EntryWord::decode(w).state != EntryState::kCommitted) continue;
+        auto f = AttachmentIndex::read_fp(idx.entry(i), w);
+        if (!f || !filter(idx.entry(i), *f)) continue;
+        ReleasedAttachment view = view_of(idx.entry(i));
+        if (dry_run) {
+            out.push_back(std::move(view));
+            continue;
+        }
+        const Released r = release_entry(i, w, lease.handle());
+        if (r == Released::kIo) {
+            return make_error(Code::kIo,
+                              "cannot complete a release: the journal cannot be written or a "
+                              "block arena cannot be opened",
+                              store_.dir());
+        }
+        if (r == Released::kDone) out.push_back(std::move(view));
+    }
+    return out;
+}
+
+Expected<std::vector<ReleasedAttachment>> Allocator::release_address(const IpAddress& address,
+                                                                     bool dry_run) {
+    auto block = store_.block_for(address, false);
+    if (!block) return block.error();
+    std::vector<ReleasedAttachment> none;
+    if (*block == nullptr) return none;
+    const shm::SlotWord sw =
+        shm::SlotWord::decode(slot_ops::load_state(**block, store_.slot_of(address)));
+    if (sw.state != format::SlotState::kAllocated ||
+        sw.owner_entry() >= store_.index().entry_count()) {
+        return none;
+    }
+    // Release the owner only in the tenancy that holds the address now: the generation check
+    // that keeps a concurrent DEL + ADD of the address safe.
+    const uint64_t owner = sw.owner_entry();
+    const uint64_t word = shm::load_word(store_.index().entry(owner).state);
+    const uint16_t tenancy = EntryWord::decode(word).gen;
+    return release_where(
+        [&, word](const format::Entry& e, const Fingerprint&) {
+            return &e == &store_.index().entry(owner) && sw.owned_by(owner, tenancy) &&
+                   shm::load_word(e.state) == word;
+        },
+        dry_run);
+}
+
+}  // namespace shmipam::engine

@@ -1,0 +1,60 @@
+// What the index shows of the configuration that last opened it (shmipamctl ls): the ranges
+// and reuseDelay. A seqlock, so a reader never shows a torn text; written only on change, so the
+// claim path pays one comparison.
+#include "engine/state/config_display.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "engine/state/network_store.h"
+#include "shm/atomic_word.h"
+
+namespace shmipam::engine {
+
+namespace {
+
+std::string describe_ranges(const NetworkConfig& cfg) {
+    std::string s;
+    for (size_t i = 0; i < cfg.range_sets.size(); ++i) {
+        if (i) s += " ; ";
+        for (size_t k = 0; k < cfg.range_sets[i].size(); ++k) {
+            if (k) s += ", ";
+            const Range& r = cfg.range_sets[i][k];
+            s += r.subnet.to_string() + " [" + r.start.to_string() + "-" + r.end.to_string() + "]";
+        }
+    }
+    return s.substr(0, format::kRangesTextBytes - 1);
+}
+
+}  // namespace
+
+void record_config(format::IndexHeader& h, const NetworkConfig& cfg) {
+    if (shm::load_word(h.reuse_delay_ms, std::memory_order_relaxed) != cfg.reuse_delay_ms) {
+        shm::store_word(h.reuse_delay_ms, cfg.reuse_delay_ms, std::memory_order_relaxed);
+    }
+    const std::string text = describe_ranges(cfg);
+    if (std::strncmp(h.ranges_text, text.c_str(), sizeof h.ranges_text) == 0) return;
+    uint64_t seq = shm::load_word(h.ranges_seq);
+    if (seq % 2 == 1 || !shm::cas_word(h.ranges_seq, seq, seq + 1)) return;  // someone else is
+    std::memset(h.ranges_text, 0, sizeof h.ranges_text);
+    std::memcpy(h.ranges_text, text.data(), text.size());
+    shm::store_word(h.ranges_seq, seq + 2);
+}
+
+std::string NetworkStore::ranges_text() {
+    const auto& h = index_.header();
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const uint64_t s1 = shm::load_word(h.ranges_seq);
+        if (s1 % 2 == 1) continue;
+        std::string t(h.ranges_text, strnlen(h.ranges_text, sizeof h.ranges_text));
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (shm::load_word(h.ranges_seq) == s1) return t;
+    }
+    return "";
+}
+
+uint64_t NetworkStore::reuse_delay_ms() {
+    return shm::load_word(index_.header().reuse_delay_ms);
+}
+
+}  // namespace shmipam::engine

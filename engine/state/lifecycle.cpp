@@ -1,0 +1,192 @@
+// The life of a network's state: opening it (creating the index on first use, filled by the
+// filler recovery hands in), retiring it, and removing what a retired or superseded state left.
+// In the engine, this is the only code that deletes state files (below it, shm removes its own
+// temp files and the journal segments a checkpoint covers).
+#include <dirent.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "base/clock.h"
+#include "base/fault_point.h"
+#include "engine/state/config_display.h"
+#include "engine/state/network_store.h"
+#include "shm/atomic_word.h"
+
+namespace shmipam::engine {
+
+namespace {
+
+constexpr uint64_t kMinEntries = 1024;
+constexpr uint64_t kMaxEntries = uint64_t{1} << 17;
+
+// Room for every attachment the ranges can serve at a load factor of at most 0.8.
+uint64_t entries_for(const NetworkConfig& cfg) {
+    u128 need = ~u128{0};
+    for (const auto& set : cfg.range_sets) need = std::min(need, usable_count(set));
+    need = need + need / 4;
+    uint64_t n = kMinEntries;
+    while (n < kMaxEntries && u128{n} < need) n <<= 1;
+    return n;
+}
+
+// Journal durability: fsync unless told otherwise, or the dataDir is on tmpfs (nothing on tmpfs
+// outlives a reboot, so a sync buys nothing).
+shm::SyncMode sync_mode_for(const NetworkConfig& cfg) {
+    using D = NetworkConfig::Durability;
+    using B = NetworkConfig::Backend;
+    bool durable = cfg.durability == D::kFsync;
+    if (cfg.durability == D::kAuto) {
+        struct statfs sf {};
+        durable = !(::statfs(cfg.journal_dir().c_str(), &sf) == 0 && sf.f_type == TMPFS_MAGIC);
+    }
+    if (!durable) return shm::SyncMode::kNone;
+    // The default backend is the one measured faster for a one-shot process (docs/durability.md).
+    return cfg.backend == B::kIoUring ? shm::SyncMode::kIoUring : shm::SyncMode::kFdatasync;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& cfg,
+                                                           const shm::ProcessIdentity& self,
+                                                           const IndexFiller& fill) {
+    std::unique_ptr<NetworkStore> s(new NetworkStore());
+    s->dir_ = cfg.state_dir();
+    s->who_ = shm::FileIdentity{cfg.data_dir, cfg.name};
+    s->self_ = self;
+    s->prefix_v4_ = cfg.block_prefix_v4;
+    s->prefix_v6_ = cfg.block_prefix_v6;
+    s->journal_max_segments_ = cfg.journal_max_segments;
+    if (auto st = shm::make_dirs(s->dir_); !st) return st.error();
+    if (auto st = shm::make_dirs(cfg.journal_dir()); !st) return st.error();
+    s->journal_ = std::make_unique<shm::Journal>(cfg.journal_dir(), sync_mode_for(cfg));
+    s->boot_id_ = shm::read_boot_id(cfg.boot_id_path.c_str());
+    shm::IndexGeometry g{entries_for(cfg), cfg.block_prefix_v4, cfg.block_prefix_v6};
+    const std::string index_path = s->dir_ + "/" + shm::IndexFile::kFileName;
+    for (int attempt = 0;; ++attempt) {
+        if (!shm::file_exists(index_path)) {
+            if (auto st = s->create_index(cfg, g, fill); !st) return st.error();
+        }
+        auto index = shm::IndexFile::open_existing(index_path, shm::Access::kReadWrite, &s->who_);
+        if (!index) {
+            if (index.error().code == Code::kIo && !shm::file_exists(index_path) && attempt < 3) {
+                continue;  // retired and removed between our two looks: rebuild
+            }
+            return index.error();
+        }
+        s->index_ = std::move(*index);
+        // An index from another boot (a run directory that is not tmpfs survived a reboot) holds
+        // sandboxes that cannot exist any more: retire it, and the rebuild reclaims them.
+        const bool other_boot =
+            std::memcmp(s->index_.header().boot_id, s->boot_id_.data(), 16) != 0;
+        if (other_boot) s->index_.retire();
+        if (!s->index_.retired() || attempt >= 3) break;
+        s->remove_retired_index();
+    }
+    s->journal_->set_names_durable_word(&s->index_.header().journal_names_durable);
+    if (s->index_.header().epoch != s->epoch_) {
+        s->blocks_.clear();  // another creator's index won: its blocks are the ones
+        s->epoch_ = s->index_.header().epoch;
+    }
+    if (s->creation_.created) {
+        s->remove_blocks_of_other_epochs();
+        // The creator whose rebuilt index was published (its epoch is the one mapped) compacts
+        // what it replayed: a checkpoint of the newest record per address, then the old
+        // segments go. Appends from now on are past what it covers.
+        if (s->creation_.rebuilt && s->index_.header().epoch == s->epoch_) {
+            const bool sync = s->journal_->mode() != shm::SyncMode::kNone;
+            s->creation_.compacted = bool(shm::Journal::compact(
+                cfg.journal_dir(), s->pending_covered_, s->pending_checkpoint_, sync));
+        }
+        s->pending_checkpoint_.clear();
+    }
+    const auto& h = s->index_.header();
+    if (h.block_prefix_v4 != cfg.block_prefix_v4 || h.block_prefix_v6 != cfg.block_prefix_v6) {
+        return make_error(Code::kInvalidConfig, "blockSize differs from the one network \"" +
+                                                    cfg.name + "\" was created with (IPv4 /" +
+                                                    std::to_string(h.block_prefix_v4) + ", IPv6 /" +
+                                                    std::to_string(h.block_prefix_v6) + ")");
+    }
+    if (s->index_.retired()) {
+        return make_error(Code::kTryAgainLater, "the network's state is being rebuilt",
+                          s->index_.path());
+    }
+    record_config(s->index_.header(), cfg);
+    return s;
+}
+
+void NetworkStore::remove_retired_index() {
+    // Only a retired index is ever removed, and unlinking is safe under processes that map it:
+    // their mappings stay valid, and they see the retired flag at their next check.
+    if (!index_.retired()) return;
+    ::unlink((dir_ + "/" + shm::IndexFile::kFileName).c_str());
+}
+
+Error NetworkStore::retire(const std::string& why) {
+    index_.retire();
+    SHMIPAM_FAULT("retire.after_flag");
+    remove_retired_index();
+    return make_error(Code::kTryAgainLater,
+                      "the network's state was retired (" + why +
+                          "); the next invocation rebuilds it from the journal");
+}
+
+Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g,
+                                  const IndexFiller& fill) {
+    // The state is new: from the journal if there is one, else from host-local's files (what
+    // `fill` does). Built aside; whoever links it first wins and everyone maps the winner's.
+    auto scan = shm::Journal::scan(cfg.journal_dir());
+    if (!scan) return scan.error();
+    auto open_block = [this](const IpAddress& a, const shm::BlockFile::Prefill& prefill) {
+        return block_for(a, true, prefill);
+    };
+    auto created = shm::IndexFile::open_or_create(
+        dir_, g, who_, boot_id_, [&](shm::IndexFile& aside) -> Status {
+            epoch_ = aside.header().epoch;
+            blocks_.clear();
+            aside.header().journal_tail = scan->next_sequence;
+            creation_.created = true;
+            auto filled = fill(*scan, aside, open_block, boot_id_);
+            if (!filled) return filled.error();
+            if (filled->rebuilt) {
+                creation_.rebuilt = true;
+                creation_.rebuilt_addresses = filled->rebuilt_addresses;
+                creation_.reclaimed_after_reboot = filled->reclaimed_after_reboot;
+                aside.header().reboot_reclaims = filled->reclaimed_after_reboot;
+                pending_checkpoint_ = std::move(filled->newest);
+                pending_covered_ = scan->next_sequence;
+                return Ok{};
+            }
+            creation_.imported = filled->to_journal.size();
+            if (filled->to_journal.empty()) return Ok{};
+            // Imports outlive the arena like any allocation: journal them before publishing.
+            // Nobody else sees the aside index: no intent needed.
+            return journal_->append(aside.header().journal_tail, filled->to_journal,
+                                    shm::JournalIntent{});
+        });
+    if (!created) return created.error();
+    return Ok{};
+}
+
+void NetworkStore::remove_blocks_of_other_epochs() {
+    // Blocks of an index that no longer exists (before a rebuild) or that lost the race to be
+    // published: nobody will ever map them again by name. Unlinking is safe even if a process
+    // still maps one (its mapping stays valid; it is of a retired state).
+    DIR* d = ::opendir(dir_.c_str());
+    if (d == nullptr) return;
+    char mine[32];
+    std::snprintf(mine, sizeof mine, ".%016llx.blk", (unsigned long long)epoch_);
+    while (dirent* ent = ::readdir(d)) {
+        const std::string n = ent->d_name;
+        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".blk") == 0 && n[0] != '.' &&
+            n.find(mine) == std::string::npos) {
+            ::unlink((dir_ + "/" + n).c_str());
+        }
+    }
+    ::closedir(d);
+}
+
+}  // namespace shmipam::engine
