@@ -15,6 +15,7 @@
 
 #include "engine/ops/allocator.h"
 #include "engine/inspect/inspect.h"
+#include "engine/recovery/repair.h"
 #include "engine/state/network_store.h"
 #include "engine/recovery/recovery.h"
 #include "base/clock.h"

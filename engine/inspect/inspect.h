@@ -1,5 +1,6 @@
-// Reading a network's state for people and checks: dump (what is allocated to whom) and verify
-// (every invariant of the arenas and the index). Read-only: never changes a word.
+// Reading a network's state for people and checks: dump (dump.cpp: what is allocated to whom)
+// and verify (verify.cpp: every invariant of the arenas, the index and the journal). Read-only:
+// never changes a word (repairs are engine/recovery's).
 #pragma once
 
 #include <cstdint>
@@ -77,10 +78,6 @@ struct VerifyReport {
 };
 
 Expected<VerifyReport> verify(NetworkStore& store);
-
-// Appends an ALLOC record for every allocated address whose newest journal record is not its
-// allocation (the "unjournaled-allocation" violation): the arena is the truth while it exists.
-Expected<size_t> rejournal_allocations(NetworkStore& store);
 
 const char* slot_state_name(format::SlotState s);
 

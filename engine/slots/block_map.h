@@ -11,6 +11,12 @@
 
 namespace shmipam::engine {
 
+// The first address of a block, from its own header.
+inline IpAddress block_base_of(const shm::BlockFile& b) {
+    const auto g = b.geometry();
+    return IpAddress::from_bytes(Family(g.family), g.base);
+}
+
 class BlockMap {
   public:
     virtual ~BlockMap() = default;

@@ -37,4 +37,23 @@ IpAddress record_address(const format::JournalRecord& r) {
     return IpAddress::from_bytes(Family(r.family), b);
 }
 
+NewestRecords newest_records(const std::vector<format::JournalRecord>& records) {
+    NewestRecords out;
+    for (const auto& r : records) {
+        const IpAddress a = record_address(r);
+        const format::JournalRecord*& cur = out[{int(a.family), a.value}];
+        if (cur == nullptr || r.slot_gen > cur->slot_gen ||
+            (r.slot_gen == cur->slot_gen && r.sequence > cur->sequence)) {
+            cur = &r;
+        }
+    }
+    return out;
+}
+
+bool journaled_as_allocation(const NewestRecords& newest, const IpAddress& a, uint64_t owner_fp1) {
+    auto it = newest.find({int(a.family), a.value});
+    return it != newest.end() && it->second->op == uint8_t(format::JournalOp::kAlloc) &&
+           it->second->fp1 == owner_fp1;
+}
+
 }  // namespace shmipam::engine

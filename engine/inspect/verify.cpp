@@ -1,0 +1,185 @@
+// verify: every invariant of the arenas, the index and the journal, each violation named by a
+// stable kind. Read-only.
+#include <map>
+#include <set>
+
+#include "base/clock.h"
+#include "engine/inspect/inspect.h"
+#include "engine/slots/attachment_index.h"
+#include "engine/slots/block_map.h"
+#include "engine/slots/entry_fields.h"
+#include "engine/slots/slot_ops.h"
+#include "engine/state/journal_records.h"
+#include "shm/atomic_word.h"
+#include "shm/journal.h"
+#include "shm/state_words.h"
+
+namespace shmipam::engine {
+
+using format::EntryState;
+using format::SlotState;
+using shm::EntryWord;
+using shm::SlotWord;
+
+namespace {
+
+// Whether the lease (index, low 16 bits of gen) is held by a live process right now.
+bool lease_live(NetworkStore& store, uint16_t index, uint16_t gen) {
+    auto& leases = store.index().leases();
+    if (index >= leases.size()) return false;
+    const uint64_t w = leases.word(index);
+    if (shm::LeaseTable::pid_of(w) == 0 || shm::LeaseTable::gen_of(w) != gen) return false;
+    return leases.judge(index, w, store.self()) == shm::Holder::kAlive;
+}
+
+}  // namespace
+
+Expected<VerifyReport> verify(NetworkStore& store) {
+    VerifyReport rep;
+    auto add = [&](std::string kind, std::string detail) {
+        rep.violations.push_back({std::move(kind), std::move(detail)});
+    };
+    shm::IndexFile& idx = store.index();
+
+    // Leases held by dead processes: their work was never healed.
+    auto& leases = idx.leases();
+    for (uint32_t i = 0; i < leases.size(); ++i) {
+        const uint64_t w = leases.word(i);
+        if (shm::LeaseTable::pid_of(w) == 0) continue;
+        if (leases.judge(i, w, store.self()) == shm::Holder::kDead) {
+            add("dead-lease", "lease " + std::to_string(i) + " is held by dead pid " +
+                                  std::to_string(shm::LeaseTable::pid_of(w)));
+        }
+    }
+
+    // Entries: consistent states, fingerprints, references.
+    std::map<std::pair<int, u128>, uint64_t> address_owner;  // address -> committed entry
+    std::set<std::pair<uint64_t, uint64_t>> seen_fps;
+    for (uint64_t e = 0; e < idx.entry_count(); ++e) {
+        const format::Entry& ent = idx.entry(e);
+        const uint64_t w = shm::load_word(ent.state);
+        const EntryWord ew = EntryWord::decode(w);
+        if (ew.state == EntryState::kEmpty || ew.state == EntryState::kTombstone) continue;
+        ++rep.entries_checked;
+        const std::string name = "entry " + std::to_string(e) + " (" +
+                                 fixed(ent.container_id, sizeof ent.container_id) + "/" +
+                                 fixed(ent.ifname, sizeof ent.ifname) + ")";
+        if (int(ew.state) > int(EntryState::kTombstone)) {
+            add("invalid-entry-state", name + " has state " + std::to_string(int(ew.state)));
+            continue;
+        }
+        if (ew.state == EntryState::kClaiming || ew.state == EntryState::kReleasing) {
+            if (!lease_live(store, ew.lease_index, ew.lease_gen)) {
+                add("stuck-entry",
+                    name + " is " + (ew.state == EntryState::kClaiming ? "claiming" : "releasing") +
+                        " for a lease whose holder is gone");
+            }
+            continue;
+        }
+        auto fp = AttachmentIndex::read_fp(ent, w);
+        if (!fp) {
+            add("bad-fingerprint", name + " is committed but its fingerprint is not stamped");
+            continue;
+        }
+        if (!seen_fps.insert({fp->fp1, fp->fp2}).second) {
+            add("duplicate-attachment", name + " is committed twice in the index");
+        }
+        const size_t n = std::min<size_t>(ent.ref_count, format::kMaxRangeSets);
+        for (size_t r = 0; r < n; ++r) {
+            const format::AddressRef& ref = ent.refs[r];
+            if (ref.family != 4 && ref.family != 6) {
+                // host-local's state may have had fewer range sets than today's config.
+                if ((ent.flags & (format::kEntryFlagImported | format::kEntryFlagPartial)) == 0) {
+                    add("missing-ref", name + " has no address for range set " + std::to_string(r));
+                }
+                continue;
+            }
+            const IpAddress a = ref_address(ref);
+            auto [it, fresh] = address_owner.insert({{int(a.family), a.value}, e});
+            if (!fresh) {
+                add("duplicate-address", a.to_string() + " is held by " + name + " and by entry " +
+                                             std::to_string(it->second));
+            }
+            auto block = store.block_for(a, false);
+            if (!block) return block.error();
+            if (*block == nullptr) {
+                add("dangling-ref",
+                    name + " holds " + a.to_string() + " whose block does not exist");
+                continue;
+            }
+            const uint64_t s = store.slot_of(a);
+            const SlotWord sw = SlotWord::decode(slot_ops::load_state(**block, s));
+            if (!sw.owned_by(e, ew.gen)) {
+                add("dangling-ref", name + " holds " + a.to_string() + " but its slot is " +
+                                        slot_state_name(sw.state) +
+                                        (sw.state == SlotState::kAllocated
+                                             ? " owned by entry " + std::to_string(sw.owner_entry())
+                                             : std::string()));
+            }
+        }
+    }
+
+    // The journal: every allocated address must survive a rebuild, so its newest record must be
+    // its allocation, by the same attachment.
+    auto scan = shm::Journal::scan(store.journal().dir());
+    if (!scan) return scan.error();
+    rep.journal_records = scan->records.size();
+    rep.journal_invalid = scan->invalid;
+    const auto newest = newest_records(scan->records);
+
+    // Slots: valid states, owners that hold them, no stuck transitions.
+    auto blocks = store.all_blocks();
+    if (!blocks) return blocks.error();
+    for (shm::BlockFile* b : *blocks) {
+        const IpAddress base = block_base_of(*b);
+        for (uint64_t i = 0; i < b->slot_count(); ++i) {
+            ++rep.slots_checked;
+            const uint64_t w = slot_ops::load_state(*b, i);
+            const SlotWord sw = SlotWord::decode(w);
+            const IpAddress a{base.value + i, base.family};
+            const bool bit = (shm::load_word(b->bitmap()[i / 64]) >> (i % 64)) & 1;
+            if (bit != slot_ops::busy(sw.state)) ++rep.hint_mismatches;
+            if (int(sw.state) > int(SlotState::kSticky)) {
+                add("invalid-slot-state",
+                    a.to_string() + " has state " + std::to_string(int(sw.state)));
+                continue;
+            }
+            if (sw.state == SlotState::kClaiming || sw.state == SlotState::kReleasing) {
+                if (!lease_live(store, sw.lease_index, sw.lease_gen)) {
+                    add(sw.state == SlotState::kClaiming ? "stuck-claim" : "stuck-release",
+                        a.to_string() + " is " + slot_state_name(sw.state) +
+                            " for a lease whose holder is gone");
+                }
+                continue;
+            }
+            if (sw.state != SlotState::kAllocated) continue;
+            if (!journaled_as_allocation(newest, a, shm::load_word(b->slot(i).owner_fp))) {
+                add("unjournaled-allocation",
+                    a.to_string() +
+                        " is allocated but the journal's newest record for it is "
+                        "not that allocation: a rebuild would lose it");
+            }
+            const uint64_t owner = uint64_t(sw.owner_entry()) + 1;
+            if (slot_ops::owner_entry_plus_one(shm::load_word(b->slot(i).owner)) != owner) {
+                add("owner-mismatch", a.to_string() + " is allocated to entry " +
+                                          std::to_string(owner - 1) +
+                                          " but its owner field names another");
+            }
+            auto it = address_owner.find({int(a.family), a.value});
+            if (it != address_owner.end() && it->second + 1 == owner) continue;
+            // Allocated to an entry that is still being claimed by a live ADD is fine.
+            if (owner != 0 && owner <= idx.entry_count()) {
+                const EntryWord ew = EntryWord::decode(shm::load_word(idx.entry(owner - 1).state));
+                if (ew.state == EntryState::kClaiming &&
+                    lease_live(store, ew.lease_index, ew.lease_gen)) {
+                    continue;
+                }
+            }
+            add("orphan-allocation",
+                a.to_string() + " is allocated but no committed attachment holds it");
+        }
+    }
+    return rep;
+}
+
+}  // namespace shmipam::engine
