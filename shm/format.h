@@ -146,7 +146,7 @@ static_assert(sizeof(LeaseSide) == 32);
 //   bits  0..3   EntryState
 //   bits  4..15  lease index (CLAIMING / RELEASING)
 //   bits 16..31  lease generation (low 16 bits)
-//   bits 32..47  generation (bumped when claimed for a new attachment; see state_words.h)
+//   bits 32..47  generation (bumped when claimed for a new attachment; see codec.h)
 //   bits 48..63  top 16 bits of fp1, so a prober can tell likely matches before fp1 is written
 enum class EntryState : uint8_t {
     kEmpty = 0,      // never used: ends no probe (probes are bounded by max_probe instead)

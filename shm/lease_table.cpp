@@ -5,52 +5,15 @@
 
 #include <cerrno>
 
-#include "shm/atomic_word.h"
 #include "base/clock.h"
 #include "base/fault_point.h"
+#include "shm/atomic_word.h"
+#include "shm/codec.h"
 
 namespace shmipam::shm {
 
-using format::kLeaseNsShift;
-using format::kLeasePidBits;
-using format::kLeaseStartShift;
-using format::kLeaseWordGenShift;
-
-namespace {
-constexpr uint64_t kStampShift = 48;
-constexpr uint64_t kStampValueMask = (uint64_t{1} << kStampShift) - 1;
-uint64_t stamp(uint16_t gen, uint64_t value) {
-    return (uint64_t(gen) << kStampShift) | (value & kStampValueMask);
-}
-// The value of a stamped field if it was written by the holder of generation gen, else 0.
-// A free lease keeps its generation, so the next holder's is new.
-uint64_t free_word(uint16_t gen) {
-    return uint64_t(gen) << kLeaseWordGenShift;
-}
-uint64_t unstamp(uint16_t gen, uint64_t field) {
-    return (field >> kStampShift) == gen ? field & kStampValueMask : 0;
-}
-constexpr uint64_t kPidMask = (uint64_t{1} << kLeasePidBits) - 1;
-constexpr uint64_t kStartMask = (uint64_t{1} << (64 - kLeaseStartShift)) - 1;
-constexpr uint64_t kNsMask = (uint64_t{1} << (kLeaseStartShift - kLeaseNsShift)) - 1;
-}  // namespace
-
 uint16_t LeaseHandle::gen16() const {
     return LeaseTable::gen_of(word);
-}
-
-uint64_t LeaseTable::start_of(uint64_t w) {
-    return w >> kLeaseStartShift;
-}
-uint64_t LeaseTable::ns_of(uint64_t w) {
-    return (w >> kLeaseNsShift) & kNsMask;
-}
-uint64_t LeaseTable::ns_hash(uint64_t tag) {
-    return (tag ^ (tag >> 4) ^ (tag >> 8) ^ (tag >> 12) ^ (tag >> 16) ^ (tag >> 24)) & kNsMask;
-}
-uint64_t LeaseTable::make_word(pid_t pid, uint16_t gen, uint64_t pidns_tag, uint64_t start_ticks) {
-    return (uint64_t(pid) & kPidMask) | (uint64_t(gen) << kLeaseWordGenShift) |
-           (ns_hash(pidns_tag) << kLeaseNsShift) | ((start_ticks & kStartMask) << kLeaseStartShift);
 }
 
 Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
@@ -73,8 +36,8 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
                 // acquired before tag: a reader that sees the tag also sees the time.
                 store_word(l.target, 0);
                 store_word(l.journal_intent, 0);
-                store_word(l.acquired_boot_ms, stamp(gen, base::boot_ns() / 1'000'000));
-                store_word(l.tag, stamp(gen, self.pidns_tag));
+                store_word(l.acquired_boot_ms, stamp::pack(gen, base::boot_ns() / 1'000'000));
+                store_word(l.tag, stamp::pack(gen, self.pidns_tag));
                 return LeaseHandle{uint32_t(i), mine};
             }
         }
@@ -88,27 +51,27 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
 
 void LeaseTable::release(const LeaseHandle& h) {
     uint64_t w = h.word;
-    const uint64_t freed = free_word(gen_of(h.word));
+    const uint64_t freed = LeaseWord::free(gen_of(h.word));
     cas_word(words_[h.index], w, freed);
 }
 
 bool LeaseTable::free_if_unchanged(uint32_t index, uint64_t word) {
     uint64_t w = word;
-    return cas_word(words_[index], w, free_word(gen_of(word)));
+    return cas_word(words_[index], w, LeaseWord::free(gen_of(word)));
 }
 
 void LeaseTable::set_target(const LeaseHandle& h, uint64_t entry_index, uint16_t entry_gen) {
-    store_word(sides_[h.index].target, (entry_index + 1) | (uint64_t(entry_gen) << 32),
+    store_word(sides_[h.index].target, LeaseTarget::pack(entry_index, entry_gen),
                std::memory_order_seq_cst);
 }
 
 uint64_t LeaseTable::make_intent(uint16_t lease_gen, uint64_t tail) {
-    return stamp(lease_gen, tail + 1);
+    return stamp::pack(lease_gen, tail + 1);
 }
 
 std::optional<uint64_t> LeaseTable::intent_of(uint32_t index, uint64_t word) const {
-    const uint64_t v =
-        unstamp(gen_of(word), load_word(sides_[index].journal_intent, std::memory_order_seq_cst));
+    const uint64_t v = stamp::value_if_stamped_by(
+        gen_of(word), load_word(sides_[index].journal_intent, std::memory_order_seq_cst));
     if (v == 0) return std::nullopt;
     return v - 1;
 }
@@ -121,20 +84,21 @@ Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self
     const pid_t pid = pid_of(w);
     if (pid == 0) return Holder::kFree;
     // Our own lease (the common case in every scan): no clock, no syscall.
-    if (pid == self.pid && start_of(w) == (self.start_ticks & kStartMask) &&
-        ns_of(w) == ns_hash(self.pidns_tag)) {
+    if (pid == self.pid && LeaseWord::start_of(w) == (self.start_ticks & LeaseWord::kStartMask) &&
+        LeaseWord::ns_of(w) == LeaseWord::ns_hash(self.pidns_tag)) {
         return Holder::kAlive;
     }
     const format::LeaseSide& l = sides_[index];
     const uint16_t gen = gen_of(w);
-    const uint64_t acquired = unstamp(gen, load_word(l.acquired_boot_ms));
-    const uint64_t tag = unstamp(gen, load_word(l.tag));
+    const uint64_t acquired = stamp::value_if_stamped_by(gen, load_word(l.acquired_boot_ms));
+    const uint64_t tag = stamp::value_if_stamped_by(gen, load_word(l.tag));
     const uint64_t now = base::boot_ns() / 1'000'000;
     const uint64_t age = (acquired != 0 && now > acquired) ? now - acquired : 0;
     // Another pid namespace: its pids mean nothing here, only time can tell. The full tag is
     // known once stamped; before that, the 4-bit hash in the word says it.
-    const uint64_t my_tag = self.pidns_tag & kStampValueMask;
-    const bool foreign = tag != 0 ? tag != my_tag : ns_of(w) != ns_hash(self.pidns_tag);
+    const uint64_t my_tag = stamp::value_of(self.pidns_tag);
+    const bool foreign =
+        tag != 0 ? tag != my_tag : LeaseWord::ns_of(w) != LeaseWord::ns_hash(self.pidns_tag);
     if (foreign)
         return acquired != 0 && age > kForeignLeaseTimeoutMs ? Holder::kDead : Holder::kAlive;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return Holder::kDead;
@@ -147,7 +111,9 @@ Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self
     if (st.lookup == ProcStat::Lookup::kUnknown) return Holder::kAlive;  // never guess death
     if (st.state == 'Z' || st.state == 'X') return Holder::kDead;
     // A holder that could not read its own start time recorded 0: then only death shows.
-    if (start_of(w) != 0 && (st.start_ticks & kStartMask) != start_of(w)) return Holder::kDead;
+    if (LeaseWord::start_of(w) != 0 &&
+        (st.start_ticks & LeaseWord::kStartMask) != LeaseWord::start_of(w))
+        return Holder::kDead;
     return Holder::kAlive;
 }
 

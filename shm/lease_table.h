@@ -10,9 +10,10 @@
 #include <optional>
 #include <span>
 
+#include "base/status.h"
+#include "shm/codec.h"
 #include "shm/format.h"
 #include "shm/process_identity.h"
-#include "base/status.h"
 
 namespace shmipam::shm {
 
@@ -48,8 +49,6 @@ class LeaseTable {
     // The entry the holder is about to work on (index, tenancy generation); see format.h.
     void set_target(const LeaseHandle& h, uint64_t entry_index, uint16_t entry_gen);
     uint64_t target(uint32_t index) const;
-    static uint64_t target_entry_plus_one(uint64_t target) { return target & 0xFFFFFFFFu; }
-    static uint16_t target_entry_gen(uint64_t target) { return uint16_t(target >> 32); }
 
     // Journal intents (format.h): the word an appending holder stamps with its lease generation
     // and the tail it read just before reserving, and clears when its records are written.
@@ -64,10 +63,8 @@ class LeaseTable {
     }
     size_t size() const { return words_.size(); }
 
-    static pid_t pid_of(uint64_t word) {
-        return pid_t(word & ((uint64_t{1} << format::kLeasePidBits) - 1));
-    }
-    static uint16_t gen_of(uint64_t word) { return uint16_t(word >> format::kLeaseWordGenShift); }
+    static pid_t pid_of(uint64_t word) { return LeaseWord::pid_of(word); }
+    static uint16_t gen_of(uint64_t word) { return LeaseWord::gen_of(word); }
     // Indexes of held leases, found with a relaxed pass over the packed words (the scan every
     // ADD and DEL makes); callers re-load each one before acting on it.
     template <typename Fn>
@@ -77,10 +74,9 @@ class LeaseTable {
             if (pid_of(w) != 0) fn(i);
         }
     }
-    static uint64_t start_of(uint64_t word);
-    static uint64_t ns_of(uint64_t word);
-    static uint64_t ns_hash(uint64_t pidns_tag);
-    static uint64_t make_word(pid_t pid, uint16_t gen, uint64_t pidns_tag, uint64_t start_ticks);
+    static uint64_t make_word(pid_t pid, uint16_t gen, uint64_t pidns_tag, uint64_t start_ticks) {
+        return LeaseWord::make(pid, gen, pidns_tag, start_ticks);
+    }
 
   private:
     std::span<uint64_t> words_;

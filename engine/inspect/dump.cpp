@@ -11,8 +11,8 @@
 #include "engine/slots/slot_ops.h"
 #include "engine/state/journal_records.h"
 #include "shm/atomic_word.h"
+#include "shm/codec.h"
 #include "shm/journal.h"
-#include "shm/state_words.h"
 
 namespace shmipam::engine {
 
@@ -128,7 +128,7 @@ Expected<NetworkDump> dump(NetworkStore& store) {
             v.released_boot_ns = shm::load_word(s.changed_boot_ns);
             const uint64_t owner = sw.state == SlotState::kAllocated
                                        ? uint64_t(sw.owner_entry()) + 1
-                                       : slot_ops::owner_entry_plus_one(shm::load_word(s.owner));
+                                       : shm::SlotOwner::entry_plus_one(shm::load_word(s.owner));
             if (sw.state != SlotState::kCooling && owner != 0 &&
                 owner <= store.index().entry_count()) {
                 const format::Entry& e = store.index().entry(owner - 1);

@@ -11,8 +11,8 @@
 #include "engine/slots/slot_ops.h"
 #include "engine/state/journal_records.h"
 #include "shm/atomic_word.h"
+#include "shm/codec.h"
 #include "shm/journal.h"
-#include "shm/state_words.h"
 
 namespace shmipam::engine {
 
@@ -160,7 +160,7 @@ Expected<VerifyReport> verify(NetworkStore& store) {
                         "not that allocation: a rebuild would lose it");
             }
             const uint64_t owner = uint64_t(sw.owner_entry()) + 1;
-            if (slot_ops::owner_entry_plus_one(shm::load_word(b->slot(i).owner)) != owner) {
+            if (shm::SlotOwner::entry_plus_one(shm::load_word(b->slot(i).owner)) != owner) {
                 add("owner-mismatch", a.to_string() + " is allocated to entry " +
                                           std::to_string(owner - 1) +
                                           " but its owner field names another");

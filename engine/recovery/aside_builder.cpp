@@ -6,7 +6,7 @@
 #include "engine/slots/entry_fields.h"
 #include "engine/slots/slot_ops.h"
 #include "shm/atomic_word.h"
-#include "shm/state_words.h"
+#include "shm/codec.h"
 
 namespace shmipam::engine {
 
@@ -76,7 +76,7 @@ void AsideBuilder::add_address(uint64_t entry, size_t range_set, const IpAddress
     // written from now on always win over older ones on replay.
     const uint64_t base_word = SlotWord{SlotState::kFree, 0, 0, min_gen}.encode();
     f.word = SlotWord::allocated(base_word, entry, tenancy);
-    f.owner = slot_ops::owner_word(entry, range_set, tenancy);
+    f.owner = shm::SlotOwner::pack(entry, range_set, tenancy);
     f.owner_fp = owner_fp;
     f.allocated_unix_ns = allocated_unix_ns;
 }

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/recovery/aside_builder.h"
 #include "engine/addr/fingerprint.h"
-#include "engine/state/journal_records.h"
 #include "engine/policy/next_fit.h"
+#include "engine/recovery/aside_builder.h"
 #include "engine/slots/slot_ops.h"
+#include "engine/state/journal_records.h"
 #include "shm/atomic_word.h"
-#include "shm/state_words.h"
+#include "shm/codec.h"
 
 namespace shmipam::engine {
 

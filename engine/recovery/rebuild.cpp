@@ -3,9 +3,9 @@
 #include <cstring>
 #include <map>
 
+#include "engine/policy/next_fit.h"
 #include "engine/slots/entry_fields.h"
 #include "engine/state/journal_records.h"
-#include "engine/policy/next_fit.h"
 
 namespace shmipam::engine {
 

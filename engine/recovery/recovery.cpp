@@ -4,13 +4,13 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/slots/attachment_index.h"
-#include "engine/slots/entry_fields.h"
-#include "engine/state/journal_records.h"
-#include "engine/slots/slot_ops.h"
-#include "shm/atomic_word.h"
 #include "base/clock.h"
 #include "base/fault_point.h"
+#include "engine/slots/attachment_index.h"
+#include "engine/slots/entry_fields.h"
+#include "engine/slots/slot_ops.h"
+#include "engine/state/journal_records.h"
+#include "shm/atomic_word.h"
 
 namespace shmipam::engine {
 
@@ -192,13 +192,13 @@ bool reap_if_dead(NetworkStore& store, uint32_t lease_index, uint64_t lease_word
     if (leases.judge(lease_index, lease_word, store.self()) != shm::Holder::kDead) return false;
     const uint16_t gen = shm::LeaseTable::gen_of(lease_word);
     const uint64_t target = leases.target(lease_index);
-    const uint64_t e_plus_one = shm::LeaseTable::target_entry_plus_one(target);
+    const uint64_t e_plus_one = shm::LeaseTarget::entry_plus_one(target);
     bool healed = true;
     if (e_plus_one != 0 && e_plus_one <= store.index().entry_count()) {
         const uint64_t e = e_plus_one - 1;
         const uint64_t w = shm::load_word(store.index().entry(e).state);
         const EntryWord ew = EntryWord::decode(w);
-        if (ew.gen == shm::LeaseTable::target_entry_gen(target)) {
+        if (ew.gen == shm::LeaseTarget::entry_gen(target)) {
             if (ew.state == EntryState::kClaiming && ew.held_by(uint16_t(lease_index), gen)) {
                 healed = roll_back_claim(store, e, w);
             } else if (ew.state == EntryState::kReleasing &&
@@ -302,7 +302,7 @@ Expected<SweepReport> sweep(NetworkStore& store) {
 
 void settle_own_work(NetworkStore& store, const shm::LeaseHandle& lease) {
     const uint64_t target = store.index().leases().target(lease.index);
-    const uint64_t e_plus_one = shm::LeaseTable::target_entry_plus_one(target);
+    const uint64_t e_plus_one = shm::LeaseTarget::entry_plus_one(target);
     if (e_plus_one == 0 || e_plus_one > store.index().entry_count()) return;
     const uint64_t w = shm::load_word(store.index().entry(e_plus_one - 1).state);
     const EntryWord ew = EntryWord::decode(w);

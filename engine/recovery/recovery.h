@@ -14,7 +14,7 @@
 #include "engine/slots/slot_scanner.h"
 #include "engine/state/network_store.h"
 #include "shm/lease_table.h"
-#include "shm/state_words.h"
+#include "shm/codec.h"
 
 namespace shmipam::engine {
 

@@ -9,8 +9,8 @@
 #include "engine/slots/slot_ops.h"
 #include "engine/state/journal_records.h"
 #include "shm/atomic_word.h"
+#include "shm/codec.h"
 #include "shm/journal.h"
-#include "shm/state_words.h"
 
 namespace shmipam::engine {
 
@@ -40,7 +40,7 @@ Expected<size_t> rejournal_allocations(NetworkStore& store) {
             const AttachmentText text{fixed(e.container_id, sizeof e.container_id),
                                       fixed(e.ifname, sizeof e.ifname), fixed(e.pod, sizeof e.pod),
                                       e.flags, shm::load_word(s.allocated_unix_ns)};
-            const size_t range_set = size_t((shm::load_word(s.owner) >> 32) & 0xFF);
+            const size_t range_set = shm::SlotOwner::range_set(shm::load_word(s.owner));
             missing.push_back(make_record(format::JournalOp::kAlloc, a, b->header().prefix,
                                           range_set, sw.gen, *fp, text, store.boot_id(),
                                           base::unix_ns()));

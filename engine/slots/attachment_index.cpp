@@ -11,7 +11,7 @@ using format::EntryState;
 using shm::EntryWord;
 
 uint64_t AttachmentIndex::stamped_fp1(uint64_t word, const Fingerprint& fp) {
-    return (uint64_t(EntryWord::decode(word).gen) << 48) | (fp.fp1 & ((uint64_t{1} << 48) - 1));
+    return shm::stamp::pack(EntryWord::decode(word).gen, fp.fp1);
 }
 
 std::optional<Fingerprint> AttachmentIndex::read_fp(const format::Entry& e, uint64_t word) {
@@ -19,9 +19,9 @@ std::optional<Fingerprint> AttachmentIndex::read_fp(const format::Entry& e, uint
     // stamp that matches the word proves both are this tenant's, not a previous one's.
     const uint64_t f1 = shm::load_word(e.fp1);
     const EntryWord w = EntryWord::decode(word);
-    if (uint16_t(f1 >> 48) != w.gen) return std::nullopt;
+    if (shm::stamp::gen_of(f1) != w.gen) return std::nullopt;
     const uint64_t f2 = shm::load_word(e.fp2);
-    return Fingerprint{(uint64_t(w.fp16) << 48) | (f1 & ((uint64_t{1} << 48) - 1)), f2};
+    return Fingerprint{(uint64_t(w.fp16) << 48) | shm::stamp::value_of(f1), f2};
 }
 
 std::optional<Fingerprint> AttachmentIndex::settled_fp(uint64_t i, uint64_t word) {

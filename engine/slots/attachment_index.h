@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "engine/addr/fingerprint.h"
+#include "shm/codec.h"
 #include "shm/index_file.h"
-#include "shm/state_words.h"
 
 namespace shmipam::engine {
 

@@ -43,7 +43,7 @@ bool publish(shm::BlockFile& b, uint64_t i, uint64_t claimed_word, uint64_t entr
     format::Slot& s = b.slot(i);
     // Only while the slot is still ours (display fields only: ownership is in the word).
     if (shm::load_word(s.state) != claimed_word) return false;
-    shm::store_word(s.owner, owner_word(entry_index, range_set, tenancy),
+    shm::store_word(s.owner, shm::SlotOwner::pack(entry_index, range_set, tenancy),
                     std::memory_order_relaxed);
     shm::store_word(s.owner_fp, owner_fp, std::memory_order_relaxed);
     shm::store_word(s.allocated_unix_ns, now_unix_ns, std::memory_order_relaxed);

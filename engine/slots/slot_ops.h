@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "shm/block_file.h"
+#include "shm/codec.h"
 #include "shm/lease_table.h"
-#include "shm/state_words.h"
 
 namespace shmipam::engine::slot_ops {
 
@@ -42,11 +42,4 @@ bool begin_release(shm::BlockFile& b, uint64_t i, uint64_t expected, uint16_t le
                    uint16_t lease_gen, uint64_t* releasing_word);
 bool finish_release(shm::BlockFile& b, uint64_t i, uint64_t releasing_word, uint64_t now_boot_ns);
 
-// The owner field of an allocated slot (format.h): entry, range set, entry tenancy generation.
-inline uint64_t owner_word(uint64_t entry_index, size_t range_set, uint16_t entry_gen) {
-    return (entry_index + 1) | (uint64_t(range_set & 0xFF) << 32) | (uint64_t(entry_gen) << 40);
-}
-inline uint64_t owner_entry_plus_one(uint64_t owner) {
-    return owner & 0xFFFFFFFFu;
-}
 }  // namespace shmipam::engine::slot_ops

@@ -14,8 +14,8 @@
 #include "engine/addr/range.h"
 #include "engine/slots/block_map.h"
 #include "shm/block_file.h"
+#include "shm/codec.h"
 #include "shm/lease_table.h"
-#include "shm/state_words.h"
 
 namespace shmipam::engine {
 

@@ -16,7 +16,7 @@
 #include "engine/slots/slot_ops.h"
 #include "shm/atomic_word.h"
 #include "shm/journal.h"
-#include "shm/state_words.h"
+#include "shm/codec.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -331,7 +331,7 @@ std::vector<Planted> plants() {
          [](engine::NetworkStore& s) {
              auto& b = first_block(s);
              b.slot(202).state = shm::SlotWord::allocated(0, 12345, 1);
-             b.slot(202).owner = engine::slot_ops::owner_word(12345, 0, 1);
+             b.slot(202).owner = shm::SlotOwner::pack(12345, 0, 1);
          }},
         {"dangling-ref",
          [](engine::NetworkStore& s) {

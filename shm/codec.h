@@ -1,11 +1,94 @@
-// Encoding and decoding of the slot and entry state words (bit layouts in format.h).
+// The codec: every packing of a shared word, in one place. format.h says where each word lives
+// and names its bit fields; this header packs and unpacks them (LevelDB's split between
+// log_format.h and its writer). Nothing else shifts or masks a shared word.
+//   SlotWord, EntryWord   the state words of address slots and attachment entries
+//   LeaseWord             a lease: holder pid, lease generation, pid-namespace hash, start time
+//   stamp                 a side field (or an entry's fp1) stamped with whose it is
+//   LeaseTarget           the entry a lease holder works on
+//   SlotOwner             an allocated slot's display owner field
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 
 #include "shm/format.h"
 
 namespace shmipam::shm {
+
+// ---- stamps ---------------------------------------------------------------------------------
+// A field written by the holder of lease generation g (or an entry's fp1, by its tenancy g)
+// carries g in its top 16 bits: a reader that expects g and finds another knows the field is
+// an earlier writer's, not garbage of the current one.
+namespace stamp {
+inline constexpr unsigned kShift = 48;
+inline constexpr uint64_t kValueMask = (uint64_t{1} << kShift) - 1;
+constexpr uint64_t pack(uint16_t gen, uint64_t value) {
+    return (uint64_t(gen) << kShift) | (value & kValueMask);
+}
+constexpr uint16_t gen_of(uint64_t field) {
+    return uint16_t(field >> kShift);
+}
+constexpr uint64_t value_of(uint64_t field) {
+    return field & kValueMask;
+}
+// The value if the field was stamped by `gen`, else 0.
+constexpr uint64_t value_if_stamped_by(uint16_t gen, uint64_t field) {
+    return gen_of(field) == gen ? value_of(field) : 0;
+}
+}  // namespace stamp
+
+// ---- lease words ----------------------------------------------------------------------------
+// pid (bits 0..kLeasePidBits) | generation | pid-namespace hash | start time (format.h).
+struct LeaseWord {
+    static constexpr uint64_t kPidMask = (uint64_t{1} << format::kLeasePidBits) - 1;
+    static constexpr uint64_t kStartMask = (uint64_t{1} << (64 - format::kLeaseStartShift)) - 1;
+    static constexpr uint64_t kNsMask =
+        (uint64_t{1} << (format::kLeaseStartShift - format::kLeaseNsShift)) - 1;
+
+    static constexpr pid_t pid_of(uint64_t w) { return pid_t(w & kPidMask); }
+    static constexpr uint16_t gen_of(uint64_t w) {
+        return uint16_t(w >> format::kLeaseWordGenShift);
+    }
+    static constexpr uint64_t start_of(uint64_t w) { return w >> format::kLeaseStartShift; }
+    static constexpr uint64_t ns_of(uint64_t w) { return (w >> format::kLeaseNsShift) & kNsMask; }
+    static constexpr uint64_t ns_hash(uint64_t tag) {
+        return (tag ^ (tag >> 4) ^ (tag >> 8) ^ (tag >> 12) ^ (tag >> 16) ^ (tag >> 24)) & kNsMask;
+    }
+    static constexpr uint64_t make(pid_t pid, uint16_t gen, uint64_t pidns_tag,
+                                   uint64_t start_ticks) {
+        return (uint64_t(pid) & kPidMask) | (uint64_t(gen) << format::kLeaseWordGenShift) |
+               (ns_hash(pidns_tag) << format::kLeaseNsShift) |
+               ((start_ticks & kStartMask) << format::kLeaseStartShift);
+    }
+    // A free lease keeps its generation, so the next holder's is new.
+    static constexpr uint64_t free(uint16_t gen) {
+        return uint64_t(gen) << format::kLeaseWordGenShift;
+    }
+};
+
+// ---- lease targets --------------------------------------------------------------------------
+// (entry index + 1) | entry tenancy generation << 32; 0: no target.
+struct LeaseTarget {
+    static constexpr uint64_t pack(uint64_t entry_index, uint16_t entry_gen) {
+        return (entry_index + 1) | (uint64_t(entry_gen) << 32);
+    }
+    static constexpr uint64_t entry_plus_one(uint64_t t) { return t & 0xFFFFFFFFu; }
+    static constexpr uint16_t entry_gen(uint64_t t) { return uint16_t(t >> 32); }
+};
+
+// ---- slot owner fields ----------------------------------------------------------------------
+// The display owner of an allocated slot: (entry + 1) | range set << 32 | tenancy gen << 40.
+struct SlotOwner {
+    static constexpr uint64_t pack(uint64_t entry_index, size_t range_set, uint16_t entry_gen) {
+        return (entry_index + 1) | (uint64_t(range_set & 0xFF) << 32) | (uint64_t(entry_gen) << 40);
+    }
+    static constexpr uint64_t entry_plus_one(uint64_t owner) { return owner & 0xFFFFFFFFu; }
+    static constexpr size_t range_set(uint64_t owner) { return size_t((owner >> 32) & 0xFF); }
+    static constexpr uint16_t entry_gen(uint64_t owner) { return uint16_t(owner >> 40); }
+};
+
+// ---- slot and entry state words -------------------------------------------------------------
 
 struct SlotWord {
     format::SlotState state = format::SlotState::kFree;

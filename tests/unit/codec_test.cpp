@@ -1,4 +1,4 @@
-#include "shm/state_words.h"
+#include "shm/codec.h"
 
 #include <gtest/gtest.h>
 
@@ -89,6 +89,35 @@ TEST_F(SlotOpsTest, SyncHintRepairsAStaleBit) {
     b.bitmap()[0] |= uint64_t{1} << 20;  // stale: slot 20 is free
     engine::slot_ops::sync_hint(b, 20);
     EXPECT_EQ((b.bitmap()[0] >> 20) & 1, 0u);
+}
+
+TEST(Codec, AStampSaysWhoseTheFieldIs) {
+    const uint64_t f = shm::stamp::pack(7, 0x1234'5678'9ABCull);
+    EXPECT_EQ(shm::stamp::gen_of(f), 7);
+    EXPECT_EQ(shm::stamp::value_of(f), 0x1234'5678'9ABCull);
+    EXPECT_EQ(shm::stamp::value_if_stamped_by(7, f), 0x1234'5678'9ABCull);
+    EXPECT_EQ(shm::stamp::value_if_stamped_by(8, f), 0u) << "an earlier holder's field";
+    EXPECT_EQ(shm::stamp::value_of(shm::stamp::pack(1, ~uint64_t{0})), shm::stamp::kValueMask)
+        << "a value wider than 48 bits never spills into the stamp";
+}
+
+TEST(Codec, LeaseWordTargetAndSlotOwnerRoundTrip) {
+    const uint64_t w = shm::LeaseWord::make(4'194'303, 0xABCD, 0x77, 12345);
+    EXPECT_EQ(shm::LeaseWord::pid_of(w), 4'194'303);
+    EXPECT_EQ(shm::LeaseWord::gen_of(w), 0xABCD);
+    EXPECT_EQ(shm::LeaseWord::start_of(w), 12345u);
+    EXPECT_EQ(shm::LeaseWord::ns_of(w), shm::LeaseWord::ns_hash(0x77));
+    EXPECT_EQ(shm::LeaseWord::pid_of(shm::LeaseWord::free(0xABCD)), 0) << "free: no holder";
+    EXPECT_EQ(shm::LeaseWord::gen_of(shm::LeaseWord::free(0xABCD)), 0xABCD);
+
+    const uint64_t t = shm::LeaseTarget::pack(131071, 0xFFFF);
+    EXPECT_EQ(shm::LeaseTarget::entry_plus_one(t), 131072u);
+    EXPECT_EQ(shm::LeaseTarget::entry_gen(t), 0xFFFF);
+
+    const uint64_t o = shm::SlotOwner::pack(99, 3, 0x1234);
+    EXPECT_EQ(shm::SlotOwner::entry_plus_one(o), 100u);
+    EXPECT_EQ(shm::SlotOwner::range_set(o), 3u);
+    EXPECT_EQ(shm::SlotOwner::entry_gen(o), 0x1234);
 }
 
 }  // namespace
