@@ -2,9 +2,10 @@
 
 #include <cstring>
 
-#include "shm/atomic_word.h"
 #include "base/clock.h"
+#include "shm/atomic_word.h"
 #include "shm/crc32c.h"
+#include "shm/layout_fingerprint.h"
 
 namespace shmipam::shm {
 
@@ -44,6 +45,7 @@ Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std:
         auto* h = reinterpret_cast<BlockHeader*>(mem.data());
         std::memcpy(h->magic, format::kBlockMagic, 8);
         h->version = format::kFormatVersion;
+        h->layout = format::kLayoutFingerprint;
         h->header_bytes = format::kHeaderBytes;
         h->family = g.family;
         h->prefix = g.prefix;
@@ -92,8 +94,8 @@ Status BlockFile::check(const BlockGeometry* expected, const FileIdentity* who) 
 
 Status BlockFile::bind(std::byte* base, size_t size, const std::string& path,
                        const BlockGeometry* expected, const FileIdentity* who) {
-    if (auto st =
-            check_header(base, size, format::kBlockMagic, offsetof(BlockHeader, header_crc), path);
+    if (auto st = check_header(base, size, format::kBlockMagic, offsetof(BlockHeader, header_crc),
+                               offsetof(BlockHeader, layout), path);
         !st) {
         return st;
     }

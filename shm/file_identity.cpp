@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "shm/crc32c.h"
 #include "shm/format.h"
+#include "shm/layout_fingerprint.h"
 
 namespace shmipam::shm {
 
@@ -40,7 +42,7 @@ std::string read_fixed(const char* src, size_t cap) {
 }
 
 Status check_header(const void* header, size_t size, const char (&magic)[8], size_t crc_offset,
-                    const std::string& path) {
+                    size_t layout_offset, const std::string& path) {
     if (size < format::kHeaderBytes) {
         return make_error(Code::kArenaDamaged, "state file truncated: " + path,
                           std::to_string(size) + " bytes");
@@ -56,6 +58,18 @@ Status check_header(const void* header, size_t size, const char (&magic)[8], siz
                           "state file has format version " + std::to_string(version) +
                               ", this shmipam reads version " +
                               std::to_string(format::kFormatVersion) + ": " + path);
+    }
+    uint32_t layout = 0;
+    std::memcpy(&layout, bytes + layout_offset, 4);
+    if (layout != format::kLayoutFingerprint) {
+        char text[96];
+        std::snprintf(text, sizeof text, "layout %08x, this build's is %08x", unsigned(layout),
+                      unsigned(format::kLayoutFingerprint));
+        return make_error(Code::kArenaVersion,
+                          "state file was written by a build with another layout of format " +
+                              std::to_string(version) + " (a struct in shm/format.h changed " +
+                              "without a kFormatVersion bump): " + path,
+                          text);
     }
     uint32_t stored = 0;
     std::memcpy(&stored, bytes + crc_offset, 4);

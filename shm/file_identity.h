@@ -24,9 +24,9 @@ std::array<uint8_t, 16> read_boot_id(const char* path = kBootIdPath);
 bool copy_fixed(char* dst, size_t cap, const std::string& s);
 std::string read_fixed(const char* src, size_t cap);
 
-// Checks magic, version and the header checksum of a mapped state file of `size` bytes whose
-// header is `header_bytes` long with the CRC at crc_offset. Errors name `path`.
+// Checks magic, version, layout fingerprint (at layout_offset) and the header checksum (at
+// crc_offset) of a mapped state file of `size` bytes. Errors name `path`.
 Status check_header(const void* header, size_t size, const char (&magic)[8], size_t crc_offset,
-                    const std::string& path);
+                    size_t layout_offset, const std::string& path);
 
 }  // namespace shmipam::shm

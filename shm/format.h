@@ -1,6 +1,8 @@
 // The on-disk (on-tmpfs) format of shmipam's shared state: every byte offset, bit field and magic
-// number lives in this one header. docs/format.md is the prose beside it; change both together
-// and bump kFormatVersion on any change a reader of the old version would misread.
+// number lives in this one header (layout and constants only: the packing of each shared word is
+// in shm/codec.h, and the layout fingerprint in shm/layout_fingerprint.h). docs/format.md is the
+// prose beside it; change them together and bump kFormatVersion on any change a reader of the
+// old version would misread.
 //
 // Two kinds of file per network, both in <runDir>/<network>/ and both mapped shared by every
 // invocation:
@@ -19,7 +21,7 @@
 
 namespace shmipam::format {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr char kBlockMagic[8] = {'S', 'H', 'M', 'I', 'P', 'B', 'L', 'K'};
 inline constexpr char kIndexMagic[8] = {'S', 'H', 'M', 'I', 'P', 'I', 'D', 'X'};
 
@@ -66,7 +68,8 @@ struct BlockHeader {
     uint32_t header_bytes;
     uint8_t family;  // 4 or 6
     uint8_t prefix;  // block prefix length
-    uint8_t reserved0[6];
+    uint8_t reserved0[2];
+    uint32_t layout;      // kLayoutFingerprint of the build that wrote it
     uint8_t base[16];     // block network address, big-endian 128-bit (IPv4 in the last 4 bytes)
     uint64_t slot_count;  // 2^(address bits - prefix)
     uint64_t slot_bytes;  // sizeof(Slot)
@@ -206,7 +209,8 @@ struct IndexHeader {
     uint64_t file_bytes;
     uint8_t block_prefix_v4;
     uint8_t block_prefix_v6;
-    uint8_t reserved0[6];
+    uint8_t reserved0[2];
+    uint32_t layout;  // kLayoutFingerprint of the build that wrote it
     uint64_t created_unix_ns;
     uint8_t boot_id[16];
     char data_dir[kDataDirBytes];
@@ -295,7 +299,12 @@ inline constexpr uint64_t kJournalSegmentBytes = kJournalRecordsPerSegment * siz
 // `covered` is a multiple of kJournalRecordsPerSegment. Written aside and published when a
 // rebuild has replayed the journal, and by the invocation whose append reaches a quarter into a
 // segment once more than journalMaxSegments segments are past the newest checkpoint; then the
-// segments wholly below `covered` are dropped. Readers take the newest checkpoint plus every segment.
+// segments wholly below `covered` are dropped. Readers take the newest checkpoint plus every
+// segment.
 inline constexpr char kCheckpointPrefix[] = "shmipam-checkpoint.";
+
+// ---------------------------------------------------------------------------------------------
+// Layout fingerprint: both headers' `layout` holds kLayoutFingerprint (shm/layout_fingerprint.h),
+// a hash of every struct's size and field offsets above.
 
 }  // namespace shmipam::format

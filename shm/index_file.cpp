@@ -3,9 +3,10 @@
 #include <cstring>
 #include <random>
 
-#include "shm/atomic_word.h"
 #include "base/clock.h"
+#include "shm/atomic_word.h"
 #include "shm/crc32c.h"
+#include "shm/layout_fingerprint.h"
 
 namespace shmipam::shm {
 
@@ -39,6 +40,7 @@ Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const Inde
         auto* h = reinterpret_cast<IndexHeader*>(mem.data());
         std::memcpy(h->magic, format::kIndexMagic, 8);
         h->version = format::kFormatVersion;
+        h->layout = format::kLayoutFingerprint;
         h->header_bytes = format::kHeaderBytes;
         h->entry_count = g.entry_count;
         h->entry_bytes = sizeof(format::Entry);
@@ -80,8 +82,8 @@ Expected<IndexFile> IndexFile::open_existing(const std::string& path, Access acc
 
 Status IndexFile::bind(std::byte* base, size_t size, const std::string& path,
                        const FileIdentity* who) {
-    if (auto st =
-            check_header(base, size, format::kIndexMagic, offsetof(IndexHeader, header_crc), path);
+    if (auto st = check_header(base, size, format::kIndexMagic, offsetof(IndexHeader, header_crc),
+                               offsetof(IndexHeader, layout), path);
         !st) {
         return st;
     }

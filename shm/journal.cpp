@@ -11,12 +11,12 @@
 #include <cstring>
 #include <optional>
 
+#include "base/fault_point.h"
+#include "base/storage_trace.h"
 #include "shm/atomic_word.h"
 #include "shm/crc32c.h"
-#include "base/fault_point.h"
 #include "shm/lease_table.h"
 #include "shm/mapped_file.h"
-#include "base/storage_trace.h"
 
 namespace shmipam::shm {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "shm/durability.h"
 #include "shm/format.h"
-#include "base/status.h"
 
 namespace shmipam::shm {
 

@@ -2,9 +2,13 @@
 // as it was (compared through shmipamctl's dump: addresses, states and owners) and verifiable.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <functional>
 
+#include "shm/crc32c.h"
+#include "shm/format.h"
+#include "shm/layout_fingerprint.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -176,6 +180,18 @@ TEST(BadInputIo, CorruptAndForeignStateFilesAreClearErrors) {
              s[8] = 99;
              write_file(p, s);
          }},
+        // Written by a build whose structs differ under the same version (a struct edited
+        // without a version bump): the header is otherwise intact, its checksum right.
+        {"other_layout", 104,
+         [](const std::string& p) {
+             using format::IndexHeader;
+             std::string s = read_file(p);
+             const uint32_t other = format::kLayoutFingerprint ^ 0x10;
+             std::memcpy(&s[offsetof(IndexHeader, layout)], &other, 4);
+             const uint32_t crc = shm::crc32c(s.data(), offsetof(IndexHeader, header_crc));
+             std::memcpy(&s[offsetof(IndexHeader, header_crc)], &crc, 4);
+             write_file(p, s);
+         }},
     };
     for (const auto& d : damages) {
         TempDir dir;
@@ -186,6 +202,9 @@ TEST(BadInputIo, CorruptAndForeignStateFilesAreClearErrors) {
         EXPECT_NE(r.exit_code, 0) << d.name;
         EXPECT_EQ(r.json()["code"], d.code) << d.name << ": " << r.out;
         EXPECT_EQ(r.signal, 0) << d.name << " crashed the plugin";
+        if (std::string(d.name) == "other_layout") {
+            EXPECT_NE(r.out.find("another layout"), std::string::npos) << r.out;
+        }
         auto verify = run_ctl({"--run-dir", dir.sub("run"), "verify", "net"});
         EXPECT_EQ(verify.exit_code, 2) << d.name << ": verify cannot read a damaged index";
         // repair: a dry run says what it would do and changes nothing; --apply restores service,
