@@ -61,7 +61,8 @@ std::string config_for(const Plugin& p, const std::string& dir, const std::strin
     json ipam{{"type", p.name},
               {"dataDir", dir + "/data"},
               {"ranges", json::array({json::array({{{"subnet", subnet}}})})}};
-    if (p.name == "shmipam") ipam["runDir"] = dir + "/run";
+    // Every shmipam build under comparison (shmipam, shmipam-old, ...) keeps its arenas apart.
+    if (p.name.rfind("shmipam", 0) == 0) ipam["runDir"] = dir + "/run";
     for (const auto& [k, v] : extra.items()) ipam[k] = v;
     return json{{"cniVersion", "1.0.0"}, {"name", net}, {"type", "bridge"}, {"ipam", ipam}}.dump();
 }

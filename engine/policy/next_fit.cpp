@@ -33,7 +33,7 @@ uint64_t encode_cursor(size_t range, u128 offset_of_next) {
 // Offers every claimable address of the set once, in next-fit order: from `start` to the end
 // of its range, through the other ranges, then wrapping around to just before `start`.
 Expected<ScanResult> scan_set(SlotScanner& scanner, const RangeSet& set, Position start,
-                              ScanPass pass, const std::function<bool(const Candidate&)>& visit) {
+                              ScanPass pass, CandidateVisitor visit) {
     ScanResult total;
     auto run = [&](size_t r, u128 from, u128 to) -> Expected<bool> {
         auto res = scanner.scan(set, r, from, to, pass, visit);

@@ -28,8 +28,7 @@ Candidate read_candidate(shm::BlockFile& b, uint64_t slot, const IpAddress& a, s
 }  // namespace
 
 Expected<ScanResult> ArenaScanner::scan(const RangeSet& set, size_t r, u128 lo, u128 hi,
-                                        ScanPass pass,
-                                        const std::function<bool(const Candidate&)>& visit) {
+                                        ScanPass pass, CandidateVisitor visit) {
     const Range& range = set[r];
     const Family fam = range.family();
     const u128 block_mask = block_mask_of(blocks_, fam);

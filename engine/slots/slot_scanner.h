@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "base/function_ref.h"
 #include "base/status.h"
 #include "engine/addr/ip_address.h"
 #include "engine/addr/range.h"
@@ -42,6 +43,9 @@ struct ScanResult {
     size_t healed = 0;     // slots healed (exhaustive pass): FREE or COOLING now, look again
 };
 
+// Called with each candidate; returns true to take it and stop the scan.
+using CandidateVisitor = base::FunctionRef<bool(const Candidate&)>;
+
 class SlotScanner {
   public:
     virtual ~SlotScanner() = default;
@@ -49,8 +53,7 @@ class SlotScanner {
     // at offsets [lo, hi] from the range's start, skipping addresses the set never hands out.
     // `visit` returns true to stop.
     virtual Expected<ScanResult> scan(const RangeSet& set, size_t r, u128 lo, u128 hi,
-                                      ScanPass pass,
-                                      const std::function<bool(const Candidate&)>& visit) = 0;
+                                      ScanPass pass, CandidateVisitor visit) = 0;
     // One address in whatever state it is (a requested address); its block is created if it
     // does not exist yet (all free).
     virtual Expected<Candidate> look(const IpAddress& a) = 0;
@@ -71,7 +74,7 @@ class ArenaScanner final : public SlotScanner {
         : blocks_(blocks), lease_(lease), heal_(std::move(heal)) {}
 
     Expected<ScanResult> scan(const RangeSet& set, size_t r, u128 lo, u128 hi, ScanPass pass,
-                              const std::function<bool(const Candidate&)>& visit) override;
+                              CandidateVisitor visit) override;
     Expected<Candidate> look(const IpAddress& a) override;
     bool heal(const Candidate& c) override;
     bool try_claim(const Candidate& c, uint64_t* claimed_word) override;

@@ -27,7 +27,7 @@ class FakeScanner final : public SlotScanner {
     Slot& at(const std::string& a) { return slots[a]; }
 
     Expected<ScanResult> scan(const RangeSet& set, size_t r, u128 lo, u128 hi, ScanPass,
-                              const std::function<bool(const Candidate&)>& visit) override {
+                              CandidateVisitor visit) override {
         for (u128 off = lo; off <= hi; ++off) {
             const IpAddress a{set[r].start.value + off, set[r].family()};
             if (excluded_in_set(set, a)) continue;
