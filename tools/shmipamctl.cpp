@@ -1,10 +1,10 @@
 // shmipamctl: the operator's tool. Reads arenas without locks (never slowing ADDs down), and
 // changes state only through the same CAS protocol as the plugin. Exit codes: 0 clean or done,
-// 1 violations found (or a dry run found work), 2 cannot read.
+// 1 violations found (or a dry run found work, or dump-file showed damage), 2 cannot read.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "tools/verbs.h"
+#include "tools/verbs/verbs.h"
 
 using namespace shmipam::tools;
 
@@ -71,6 +71,12 @@ int main(int argc, char** argv) {
         net(render);
         render->add_option("--cidr", o.cidr,
                            "the network's range: blocks not created yet are drawn free");
+        auto* dump_file = app.add_subcommand(
+            "dump-file",
+            "print one state file (index, block, journal segment, checkpoint), damage shown "
+            "inline; needs no config or run directory (a file copied into a bug report)");
+        dump_file->add_option("path", o.file, "the file")->required();
+        json_flag(dump_file);
 
         try {
             app.parse(argc, argv);
@@ -86,6 +92,7 @@ int main(int argc, char** argv) {
         if (stats->parsed()) return cmd_stats(o);
         if (metrics->parsed()) return cmd_metrics(o);
         if (render->parsed()) return cmd_render(o);
+        if (dump_file->parsed()) return cmd_dump_file(o);
         return kExitCannotRead;
     } catch (const std::exception& e) {
         std::cerr << "shmipamctl: " << e.what() << "\n";

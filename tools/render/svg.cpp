@@ -1,4 +1,5 @@
-#include "tools/render_svg.h"
+// The SVG map of shmipamctl render (svg.h): cells coloured by state, a hover title each.
+#include "tools/render/svg.h"
 
 #include <map>
 

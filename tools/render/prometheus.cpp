@@ -1,4 +1,6 @@
-#include "tools/metrics.h"
+// The Prometheus text exposition of shmipamctl metrics (prometheus.h): one family per
+// counter or gauge, every sample labelled with its network (and block or range).
+#include "tools/render/prometheus.h"
 
 #include <map>
 

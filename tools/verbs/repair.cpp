@@ -1,0 +1,85 @@
+// shmipamctl repair: heals what dead invocations left (leases, claims, releases); what healing
+// cannot fix (an unreadable index or block, a damaged word) is retired so that the next
+// invocation rebuilds it from the journal. A dry run unless --apply.
+#include "engine/recovery/repair.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+
+#include "engine/inspect/inspect.h"
+#include "engine/recovery/recovery.h"
+#include "tools/render/repair.h"
+#include "tools/render/text.h"
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+namespace {
+
+// The index cannot be opened at all: move it aside (never delete evidence) so a rebuild starts.
+int set_index_aside(const std::string& index_path, const Error& why, bool apply) {
+    std::cout << repair_index_unusable(why.msg, apply);
+    if (!apply) return kExitViolations;
+    const std::string aside = index_path + ".damaged." + std::to_string(::time(nullptr));
+    if (::rename(index_path.c_str(), aside.c_str()) != 0) {
+        return cannot_read("cannot move " + index_path + ": " + std::strerror(errno));
+    }
+    return kExitClean;
+}
+
+}  // namespace
+
+int cmd_repair(const Options& o) {
+    const bool apply = o.apply;
+    if (!valid_network_name(o.network)) {
+        return cannot_read("invalid network name \"" + o.network + "\"");
+    }
+    const std::string dir = o.run_dir + "/" + o.network;
+    auto store = engine::NetworkStore::open_existing(dir, shm::Access::kReadWrite);
+    if (!store) {
+        const Code c = store.error().code;
+        if (c != Code::kArenaDamaged && c != Code::kArenaVersion && c != Code::kArenaForeign) {
+            return cannot_read(store.error());
+        }
+        return set_index_aside(dir + "/" + shm::IndexFile::kFileName, store.error(), apply);
+    }
+    auto blocks = (*store)->all_blocks();
+    if (!blocks) {
+        std::cout << repair_block_unusable(blocks.error().msg, apply);
+        if (!apply) return kExitViolations;
+        (*store)->act_as_invocation();
+        (void)(*store)->retire("shmipamctl repair: " + blocks.error().msg);
+        return kExitClean;
+    }
+    auto before = engine::verify(**store);
+    if (!before) return cannot_read(before.error());
+    std::cout << repair_found(before->violations);
+    if (!apply) {
+        std::cout << repair_dry_run_verdict(before->violations.empty());
+        return before->violations.empty() ? kExitClean : kExitViolations;
+    }
+    (*store)->act_as_invocation();
+    auto swept = engine::sweep(**store);
+    if (!swept) return cannot_read(swept.error());
+    auto rejournaled = engine::rejournal_allocations(**store);
+    if (!rejournaled) return cannot_read(rejournaled.error());
+    std::cout << repair_healed(*rejournaled, *swept);
+    auto after = engine::verify(**store);
+    if (!after) return cannot_read(after.error());
+    if (!after->violations.empty()) {
+        // What the sweep cannot heal (a damaged word, a duplicate) the journal can: retire the
+        // state; the next invocation rebuilds it from the journal.
+        (void)(*store)->retire("shmipamctl repair: " + after->violations.front().kind);
+        std::cout << repair_retired_after_healing(after->violations.size());
+        return kExitClean;
+    }
+    std::cout << verify_to_text(*after);
+    return kExitClean;
+}
+
+}  // namespace shmipam::tools

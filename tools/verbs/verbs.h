@@ -1,0 +1,67 @@
+// shmipamctl's verbs (one file each in tools/verbs/), their options and exit codes, and the
+// helpers they share. A verb gathers data and picks a renderer; it never formats output itself.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/ops/allocator.h"
+#include "engine/state/network_store.h"
+
+namespace shmipam::tools {
+
+inline constexpr int kExitClean = 0;
+inline constexpr int kExitViolations = 1;  // also: "a dry run found work to do", "damage shown"
+inline constexpr int kExitCannotRead = 2;
+
+struct Options {
+    std::string run_dir = "/run/shmipam";
+    std::string network;
+    bool json = false;
+    bool apply = false;
+    // dump filters
+    std::string state, container, pod, address;
+    // release / gc
+    std::string ifname;
+    std::string valid_file;
+    double older_than_s = 0;
+    // metrics
+    std::string textfile_dir;
+    // render
+    std::string cidr;
+    // dump-file
+    std::string file;
+};
+
+int cmd_ls(const Options& o);
+int cmd_dump(const Options& o);
+int cmd_verify(const Options& o);
+int cmd_repair(const Options& o);
+int cmd_release(const Options& o);
+int cmd_gc(const Options& o);
+int cmd_stats(const Options& o);
+int cmd_metrics(const Options& o);
+int cmd_render(const Options& o);
+int cmd_dump_file(const Options& o);
+
+// ---- shared by the verbs (common.cpp) ----
+
+// Says what could not be read on stderr; returns kExitCannotRead.
+int cannot_read(const Error& e);
+int cannot_read(const std::string& message);
+
+// A network name is one path component: no '/', no leading '.' (no "..", no hidden files).
+bool valid_network_name(const std::string& n);
+
+// The network o.network under o.run_dir; kIo when it does not exist.
+Expected<std::unique_ptr<engine::NetworkStore>> open_network(const Options& o, shm::Access a);
+
+// The networks under run_dir (directories holding an index), sorted; *error says why not.
+std::vector<std::string> networks_under(const std::string& run_dir, std::string* error);
+
+// Prints what release or gc released (or would); a dry run that found work exits 1.
+int report_released(const Options& o, const Expected<std::vector<engine::ReleasedAttachment>>& r);
+
+}  // namespace shmipam::tools
