@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -12,8 +13,8 @@
 #include <sstream>
 
 #include "engine/slots/attachment_index.h"
-#include "engine/state/network_store.h"
 #include "engine/slots/slot_ops.h"
+#include "engine/state/network_store.h"
 #include "shm/atomic_word.h"
 #include "shm/journal.h"
 #include "shm/codec.h"
@@ -414,6 +415,207 @@ INSTANTIATE_TEST_SUITE_P(Kinds, VerifyCatches, ::testing::ValuesIn(plants()), []
     }
     return n;
 });
+
+// ---- dump-file: one state file on its own, as in a bug report -----------------------------
+
+class CtlDumpFile : public Ctl {
+  protected:
+    std::string index_path() { return dir.sub("run/ops/index"); }
+    std::string v4_block_path() {
+        for (const auto& e : std::filesystem::directory_iterator(dir.sub("run/ops"))) {
+            const std::string n = e.path().filename();
+            if (n.rfind("10.91.0.0_24.", 0) == 0) return e.path();
+        }
+        ADD_FAILURE() << "no block file for 10.91.0.0/24";
+        return "";
+    }
+    std::string segment_path() { return dir.sub("data/ops/") + shm::Journal::segment_name(0); }
+    // A copy of `path` in `sub` (created), so the test can damage it or move it away.
+    std::string copy_to(const std::string& path, const std::string& sub) {
+        std::filesystem::create_directories(dir.sub(sub));
+        const std::string to = dir.sub(sub) + "/" + std::filesystem::path(path).filename().string();
+        std::filesystem::copy_file(path, to, std::filesystem::copy_options::overwrite_existing);
+        return to;
+    }
+    ProcessResult dump_file(const std::string& path, bool as_json = false) {
+        std::vector<std::string> args{"dump-file", path};
+        if (as_json) args.push_back("--json");
+        return run_ctl(args);
+    }
+    json dump_json(const std::string& path) {
+        auto r = dump_file(path, true);
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        return r.json();
+    }
+    static const json* item_of(const json& doc, const std::string& key, const std::string& v) {
+        for (const auto& i : doc["items"]) {
+            if (i.contains(key) && i[key] == v) return &i;
+        }
+        return nullptr;
+    }
+};
+
+TEST_F(CtlDumpFile, IndexListsEveryAttachmentWithItsAddressesAndNeverWritesTheFile) {
+    const std::string before = read_file(index_path());
+    auto r = dump_file(index_path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("kind: index\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("network: ops\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("adds: 40\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("container=c0 ifname=eth0 addresses=10.91.0.2,fd91::2 pod=ns/p0"),
+              std::string::npos)
+        << r.out;
+    const json doc = dump_json(index_path());
+    EXPECT_EQ(doc["kind"], "index");
+    EXPECT_EQ(doc["summary"]["live_entries"], 40);
+    EXPECT_EQ(doc["summary"]["held_leases"], 0);
+    const json* c5 = item_of(doc, "container", "c5");
+    ASSERT_NE(c5, nullptr);
+    EXPECT_EQ((*c5)["state"], "committed");
+    EXPECT_EQ((*c5)["pod"], "ns/p5");
+    EXPECT_EQ(read_file(index_path()), before) << "dump-file wrote to the file";
+}
+
+TEST_F(CtlDumpFile, BlockListsEachAllocatedSlotWithTheEntryThatOwnsIt) {
+    const json index = dump_json(index_path());
+    const json* c0 = item_of(index, "container", "c0");
+    ASSERT_NE(c0, nullptr);
+    const json block = dump_json(v4_block_path());
+    EXPECT_EQ(block["kind"], "block");
+    EXPECT_EQ(block["header"]["block"], "10.91.0.0/24");
+    EXPECT_EQ(block["header"]["claims"], 40);
+    EXPECT_EQ(block["summary"]["allocated"], 40);
+    EXPECT_EQ(block["items"].size(), 40u);
+    const json* slot = item_of(block, "address", "10.91.0.2");
+    ASSERT_NE(slot, nullptr);
+    EXPECT_EQ((*slot)["state"], "allocated");
+    EXPECT_EQ((*slot)["owner"],
+              "entry " + std::to_string((*c0)["number"].get<uint64_t>()) + " tenancy 1")
+        << "the slot names c0's entry in the index";
+    auto text = dump_file(v4_block_path());
+    EXPECT_EQ(text.exit_code, 0);
+    EXPECT_NE(text.out.find("address=10.91.0.41 state=allocated"), std::string::npos) << text.out;
+}
+
+TEST_F(CtlDumpFile, JournalSegmentListsEveryRecordAndCountsTheUnusedSlots) {
+    const json doc = dump_json(segment_path());
+    EXPECT_EQ(doc["kind"], "journal segment");
+    EXPECT_EQ(doc["header"]["segment"], 0);
+    EXPECT_EQ(doc["summary"]["records"], 80) << "40 ADDs, two addresses each";
+    EXPECT_EQ(doc["summary"]["alloc"], 80);
+    EXPECT_EQ(doc["summary"]["damaged"], 0);
+    EXPECT_EQ(doc["summary"]["unused_slots_skipped"], 4096 - 80);
+    const json* rec = item_of(doc, "address", "10.91.0.2");
+    ASSERT_NE(rec, nullptr);
+    EXPECT_EQ((*rec)["op"], "alloc");
+    EXPECT_EQ((*rec)["container"], "c0");
+    EXPECT_EQ((*rec)["ifname"], "eth0");
+    auto text = dump_file(segment_path());
+    EXPECT_EQ(text.exit_code, 0);
+    EXPECT_NE(text.out.find("op=alloc address=fd91::2 range_set=1"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("unused_slots_skipped=4016"), std::string::npos) << text.out;
+}
+
+TEST_F(CtlDumpFile, CheckpointWrittenByCompactionListsTheNewestRecordPerAddress) {
+    // Reaching compaction through the plugin takes thousands of ADDs; the checkpoint here is
+    // written by the same Journal::compact the plugin calls, over a copy of the real journal.
+    const std::string scratch =
+        std::filesystem::path(copy_to(segment_path(), "compact")).parent_path();
+    ASSERT_EQ(run_plugin(cni_env("DEL", "c7"), cfg.dump()).exit_code, 0);
+    copy_to(segment_path(), "compact");  // now with c7's releases
+    auto scan = shm::Journal::scan(scratch);
+    ASSERT_TRUE(scan) << scan.error().msg;
+    ASSERT_TRUE(shm::Journal::compact(scratch, format::kJournalRecordsPerSegment,
+                                      shm::Journal::newest_per_address(scan->records), false));
+    char name[64];
+    std::snprintf(name, sizeof name, "%s%016llu", format::kCheckpointPrefix,
+                  (unsigned long long)format::kJournalRecordsPerSegment);
+    const json doc = dump_json(scratch + "/" + name);
+    EXPECT_EQ(doc["kind"], "checkpoint");
+    EXPECT_EQ(doc["header"]["covered"], 4096);
+    EXPECT_EQ(doc["summary"]["records"], 80) << "one record per address";
+    EXPECT_EQ(doc["summary"]["release"], 2) << "c7's two addresses, released";
+    const json* c7 = item_of(doc, "container", "c7");
+    ASSERT_NE(c7, nullptr);
+    EXPECT_EQ((*c7)["op"], "release");
+}
+
+TEST_F(CtlDumpFile, FlippedByteInAJournalRecordIsShownInlineAndTheOthersStillListed) {
+    const std::string copy = copy_to(segment_path(), "damaged");
+    std::string bytes = read_file(copy);
+    const size_t record = 5, offset = record * sizeof(format::JournalRecord);
+    bytes[offset + 100] ^= 0x20;  // inside the container id
+    write_file(copy, bytes);
+    auto r = dump_file(copy);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("damaged record at offset " + std::to_string(offset) + " (crc mismatch)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("record 4 at offset"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("record 6 at offset"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("records=79 "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("damaged=1 "), std::string::npos) << r.out;
+    auto j = dump_file(copy, true);
+    EXPECT_EQ(j.exit_code, 1);
+    EXPECT_EQ(j.json()["damaged"], true);
+}
+
+TEST_F(CtlDumpFile, BlockHeaderChecksumMismatchIsSaidAtTheTopAndTheSlotsStillListed) {
+    const std::string copy = copy_to(v4_block_path(), "damaged");
+    std::string bytes = read_file(copy);
+    bytes[offsetof(format::BlockHeader, network)] ^= 0x01;
+    write_file(copy, bytes);
+    auto r = dump_file(copy);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    const size_t damage = r.out.find("DAMAGED: header checksum mismatch");
+    const size_t first_slot = r.out.find("\nslot ");
+    ASSERT_NE(damage, std::string::npos) << r.out;
+    ASSERT_NE(first_slot, std::string::npos) << r.out;
+    EXPECT_LT(damage, first_slot);
+    EXPECT_NE(r.out.find("allocated=40 "), std::string::npos) << r.out;
+}
+
+TEST_F(CtlDumpFile, TruncatedEmptyOrForeignFileExitsTwoSayingWhatIsWrong) {
+    auto expect_refused = [&](const std::string& path, const std::string& says) {
+        auto r = dump_file(path);
+        EXPECT_EQ(r.exit_code, 2) << path << ": " << r.out;
+        EXPECT_NE(r.err.find(says), std::string::npos) << path << ": " << r.err;
+    };
+    std::filesystem::create_directories(dir.sub("bad"));
+    write_file(dir.sub("bad/index"), "");
+    expect_refused(dir.sub("bad/index"), "empty");
+    std::string noise(8192, '\0');
+    for (size_t i = 0; i < noise.size(); ++i) noise[i] = char((i * 2654435761u) >> 13);
+    write_file(dir.sub("bad/index"), noise);
+    expect_refused(dir.sub("bad/index"), "magic");
+    write_file(dir.sub("bad/random.bin"), noise);
+    expect_refused(dir.sub("bad/random.bin"), "cannot tell what");
+    write_file(dir.sub("bad/index"), read_file(index_path()).substr(0, 10000));
+    expect_refused(dir.sub("bad/index"), "truncated");
+    const std::string seg = dir.sub("bad/") + shm::Journal::segment_name(0);
+    write_file(seg, read_file(segment_path()).substr(0, 4096));
+    expect_refused(seg, "truncated");
+    write_file(seg, std::string(format::kJournalSegmentBytes, '\x5a'));
+    expect_refused(seg, "not a journal segment");
+    expect_refused(dir.sub("bad/missing"), "cannot read");
+}
+
+TEST_F(CtlDumpFile, CopyInAnUnrelatedDirectoryDumpsTheSameWithoutTheRunDirectory) {
+    const std::vector<std::string> originals{index_path(), v4_block_path(), segment_path()};
+    std::vector<std::string> before;
+    for (const auto& p : originals) before.push_back(dump_file(p).out);
+    std::vector<std::string> copies;
+    for (const auto& p : originals) copies.push_back(copy_to(p, "bug-report"));
+    std::filesystem::remove_all(dir.sub("run"));  // no network, no config: just the files
+    std::filesystem::remove_all(dir.sub("data"));
+    for (size_t i = 0; i < copies.size(); ++i) {
+        auto r = dump_file(copies[i]);
+        EXPECT_EQ(r.exit_code, 0) << copies[i] << r.err;
+        // Everything but the first line (the path) is the same.
+        EXPECT_EQ(r.out.substr(r.out.find('\n')), before[i].substr(before[i].find('\n')))
+            << copies[i];
+    }
+}
 
 // ---- release racing with concurrent ADDs never frees a re-claimed address ------------------
 
