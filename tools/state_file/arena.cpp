@@ -5,10 +5,11 @@
 #include <cstring>
 
 #include "shm/block_file.h"
+#include "shm/codec.h"
 #include "shm/crc32c.h"
 #include "shm/index_file.h"
+#include "shm/layout_fingerprint.h"
 #include "shm/lease_table.h"
-#include "shm/state_words.h"
 #include "tools/state_file/describe.h"
 
 namespace shmipam::tools::state_file {
@@ -37,6 +38,12 @@ Status check_identity(std::span<const std::byte> bytes, const char (&magic)[8], 
                                                    std::to_string(h->version) +
                                                    "; this shmipamctl reads version " +
                                                    std::to_string(format::kFormatVersion));
+    }
+    if (h->layout != format::kLayoutFingerprint) {
+        return make_error(Code::kArenaVersion,
+                          std::string(kind) + " written by a build with another layout of format " +
+                              std::to_string(h->version) + " (" + hex(h->layout, 8) +
+                              "; this shmipamctl's is " + hex(format::kLayoutFingerprint, 8) + ")");
     }
     return Ok{};
 }
@@ -90,11 +97,11 @@ FileItem lease_item(uint32_t i, uint64_t word, const format::LeaseSide& side, ui
     FileItem it{"lease", i, offset, {}, {}};
     it.fields = {{"pid", uint64_t(shm::LeaseTable::pid_of(word))},
                  {"gen", uint64_t(shm::LeaseTable::gen_of(word))},
-                 {"start", shm::LeaseTable::start_of(word)}};
-    if (const uint64_t t = side.target; shm::LeaseTable::target_entry_plus_one(t) != 0) {
+                 {"start", shm::LeaseWord::start_of(word)}};
+    if (const uint64_t t = side.target; shm::LeaseTarget::entry_plus_one(t) != 0) {
         it.fields.push_back(
-            {"target", "entry " + std::to_string(shm::LeaseTable::target_entry_plus_one(t) - 1) +
-                           " gen " + std::to_string(shm::LeaseTable::target_entry_gen(t))});
+            {"target", "entry " + std::to_string(shm::LeaseTarget::entry_plus_one(t) - 1) +
+                           " gen " + std::to_string(shm::LeaseTarget::entry_gen(t))});
     }
     return it;
 }
@@ -139,7 +146,7 @@ FileItem slot_item(uint64_t i, const format::Slot& s, const std::string& address
     if (w.state == SlotState::kAllocated) {
         it.fields.push_back({"owner", "entry " + std::to_string(w.owner_entry()) + " tenancy " +
                                           std::to_string(w.owner_tenancy())});
-        it.fields.push_back({"range_set", (s.owner >> 32) & 0xFF});
+        it.fields.push_back({"range_set", uint64_t(shm::SlotOwner::range_set(s.owner))});
         it.fields.push_back({"owner_fp", hex(s.owner_fp)});
         it.fields.push_back({"allocated", utc(s.allocated_unix_ns)});
     } else if (w.state == SlotState::kClaiming || w.state == SlotState::kReleasing) {
@@ -178,6 +185,7 @@ Expected<FileDescription> describe_index(std::span<const std::byte> bytes) {
     std::string ranges;
     if (h.ranges_seq % 2 == 0) ranges = text_of(h.ranges_text, sizeof h.ranges_text);
     d.header = {{"version", uint64_t(h.version)},
+                {"layout", hex(h.layout, 8)},
                 {"network", text_of(h.network, sizeof h.network)},
                 {"data_dir", text_of(h.data_dir, sizeof h.data_dir)},
                 {"epoch", hex(h.epoch)},
@@ -259,6 +267,7 @@ Expected<FileDescription> describe_block(std::span<const std::byte> bytes) {
                               std::to_string(h.prefix) + "): truncated or damaged");
     }
     d.header = {{"version", uint64_t(h.version)},
+                {"layout", hex(h.layout, 8)},
                 {"network", text_of(h.network, sizeof h.network)},
                 {"data_dir", text_of(h.data_dir, sizeof h.data_dir)},
                 {"block", address_of(h.family, h.base) + "/" + std::to_string(h.prefix)},
