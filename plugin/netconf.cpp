@@ -153,25 +153,10 @@ Expected<engine::IpAddress> parse_requested_ip(const std::string& text) {
     return *a;
 }
 
-Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
-    NetConf nc;
-    auto version = read_cni_version(doc);
-    if (!version) return version.error();
-    nc.cni_version = *version;
+namespace {
 
-    auto name = opt_string(doc, "name", "");
-    if (!name) return name.error();
-    if (auto st = validate_network_name(*name); !st) return st.error();
-    nc.network.name = *name;
-
-    auto ipam_it = doc.find("ipam");
-    if (ipam_it == doc.end() || ipam_it->is_null()) {
-        return make_error(Code::kInvalidConfig, "IPAM config missing 'ipam' key");
-    }
-    const json& ipam = *ipam_it;
-    if (!ipam.is_object()) return type_error("ipam", "an object");
-
-    // Where state lives.
+// Where the network's state lives: dataDir (journal), runDir (arenas), and resolvConf.
+Status parse_state_dirs(const json& ipam, NetConf& nc) {
     auto data_dir = opt_string(ipam, "dataDir", "ipam.");
     if (!data_dir) return data_dir.error();
     if (!data_dir->empty()) nc.network.data_dir = *data_dir;
@@ -185,10 +170,14 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     auto resolv = opt_string(ipam, "resolvConf", "ipam.");
     if (!resolv) return resolv.error();
     nc.resolv_conf = *resolv;
+    return Ok{};
+}
 
-    // Ranges: runtimeConfig.ipRanges, then the legacy single range, then "ranges" (host-local).
+// The range sets: runtimeConfig.ipRanges, then the legacy single range, then "ranges"
+// (host-local's order), validated together. `runtime` is runtimeConfig when present.
+Status parse_ranges(const json& doc, const json& ipam, const json*& runtime, NetConf& nc) {
     std::vector<engine::RangeSet> sets;
-    const json* runtime = nullptr;
+    runtime = nullptr;
     if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && !rc->is_null()) {
         if (!rc->is_object()) return type_error("runtimeConfig", "an object");
         runtime = &*rc;
@@ -216,29 +205,33 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
                                                     " range sets are supported");
     }
     nc.network.range_sets = std::move(sets);
+    return Ok{};
+}
 
-    // Policy knobs.
+// The policy and durability knobs: reuseDelay, block sizes, durability and its backend,
+// reclaimOnReboot, journalMaxSegments, bootIdFile.
+Status parse_state_knobs(const json& ipam, engine::NetworkConfig& network) {
     if (auto it = ipam.find("reuseDelay"); it != ipam.end() && !it->is_null()) {
         auto d = parse_delay_ms(*it);
         if (!d) return d.error();
-        nc.network.reuse_delay_ms = *d;
+        network.reuse_delay_ms = *d;
     }
     auto b4 = parse_block_size(ipam, "blockSize", 16, 30, 24);
     if (!b4) return b4.error();
     // Blocks of at most 65,536 addresses (4 MiB of slots, fully allocated when first used).
     auto b6 = parse_block_size(ipam, "blockSizeV6", 112, 126, 120);
     if (!b6) return b6.error();
-    nc.network.block_prefix_v4 = *b4;
-    nc.network.block_prefix_v6 = *b6;
+    network.block_prefix_v4 = *b4;
+    network.block_prefix_v6 = *b6;
 
     // Durability of the journal.
     auto durability = opt_string(ipam, "durability", "ipam.");
     if (!durability) return durability.error();
     using D = engine::NetworkConfig::Durability;
     if (*durability == "fsync") {
-        nc.network.durability = D::kFsync;
+        network.durability = D::kFsync;
     } else if (*durability == "none") {
-        nc.network.durability = D::kNone;
+        network.durability = D::kNone;
     } else if (!durability->empty() && *durability != "auto") {
         return make_error(
             Code::kInvalidConfig,
@@ -248,9 +241,9 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     if (!backend) return backend.error();
     using B = engine::NetworkConfig::Backend;
     if (*backend == "fdatasync") {
-        nc.network.backend = B::kFdatasync;
+        network.backend = B::kFdatasync;
     } else if (*backend == "io_uring") {
-        nc.network.backend = B::kIoUring;
+        network.backend = B::kIoUring;
     } else if (!backend->empty() && *backend != "auto") {
         return make_error(Code::kInvalidConfig,
                           "durabilityBackend must be \"fdatasync\", "
@@ -259,20 +252,23 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     }
     if (auto it = ipam.find("reclaimOnReboot"); it != ipam.end() && !it->is_null()) {
         if (!it->is_boolean()) return type_error("ipam.reclaimOnReboot", "a boolean");
-        nc.network.reclaim_on_reboot = it->get<bool>();
+        network.reclaim_on_reboot = it->get<bool>();
     }
     if (auto it = ipam.find("journalMaxSegments"); it != ipam.end() && !it->is_null()) {
         if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1'000'000) {
             return make_error(Code::kInvalidConfig,
                               "ipam.journalMaxSegments must be an integer from 1 to 1000000");
         }
-        nc.network.journal_max_segments = it->get<uint64_t>();
+        network.journal_max_segments = it->get<uint64_t>();
     }
     auto boot_id_file = opt_string(ipam, "bootIdFile", "ipam.");
     if (!boot_id_file) return boot_id_file.error();
-    if (!boot_id_file->empty()) nc.network.boot_id_path = *boot_id_file;
+    if (!boot_id_file->empty()) network.boot_id_path = *boot_id_file;
+    return Ok{};
+}
 
-    // Routes are handed back as configured; each needs a CIDR "dst".
+// Routes are handed back as configured; each needs a CIDR "dst".
+Status parse_routes(const json& ipam, NetConf& nc) {
     if (auto it = ipam.find("routes"); it != ipam.end() && !it->is_null()) {
         if (!it->is_array()) return type_error("ipam.routes", "an array");
         for (const auto& r : *it) {
@@ -290,8 +286,11 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
             nc.routes.push_back(r);
         }
     }
+    return Ok{};
+}
 
-    // Requested addresses: args.cni.ips > runtimeConfig.ips > CNI_ARGS IP=.
+// Requested addresses: args.cni.ips > runtimeConfig.ips > CNI_ARGS IP=.
+Status parse_requested(const json& doc, const json* runtime, const CniArgs& args, NetConf& nc) {
     std::vector<std::string> from_args, from_runtime;
     if (auto a = doc.find("args"); a != doc.end() && a->is_object()) {
         if (auto c = a->find("cni"); c != a->end() && c->is_object()) {
@@ -312,9 +311,11 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     nc.requested_ips = !from_args.empty()      ? from_args
                        : !from_runtime.empty() ? from_runtime
                                                : args.ips;
+    return Ok{};
+}
 
-    if (auto p = doc.find("prevResult"); p != doc.end() && !p->is_null()) nc.prev_result = *p;
-
+// GC's list of attachments that are still valid (cni.dev/valid-attachments).
+Status parse_valid_attachments(const json& doc, NetConf& nc) {
     if (auto v = doc.find("cni.dev/valid-attachments"); v != doc.end() && !v->is_null()) {
         if (!v->is_array()) return type_error("cni.dev/valid-attachments", "an array");
         std::vector<engine::AttachmentKey> keys;
@@ -328,6 +329,37 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
         }
         nc.valid_attachments = std::move(keys);
     }
+    return Ok{};
+}
+
+}  // namespace
+
+Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
+    NetConf nc;
+    auto version = read_cni_version(doc);
+    if (!version) return version.error();
+    nc.cni_version = *version;
+
+    auto name = opt_string(doc, "name", "");
+    if (!name) return name.error();
+    if (auto st = validate_network_name(*name); !st) return st.error();
+    nc.network.name = *name;
+
+    auto ipam_it = doc.find("ipam");
+    if (ipam_it == doc.end() || ipam_it->is_null()) {
+        return make_error(Code::kInvalidConfig, "IPAM config missing 'ipam' key");
+    }
+    const json& ipam = *ipam_it;
+    if (!ipam.is_object()) return type_error("ipam", "an object");
+
+    const json* runtime = nullptr;
+    if (auto st = parse_state_dirs(ipam, nc); !st) return st.error();
+    if (auto st = parse_ranges(doc, ipam, runtime, nc); !st) return st.error();
+    if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
+    if (auto st = parse_routes(ipam, nc); !st) return st.error();
+    if (auto st = parse_requested(doc, runtime, args, nc); !st) return st.error();
+    if (auto p = doc.find("prevResult"); p != doc.end() && !p->is_null()) nc.prev_result = *p;
+    if (auto st = parse_valid_attachments(doc, nc); !st) return st.error();
     return nc;
 }
 
