@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/inspect/inspect.h"
 #include "shm/block_file.h"
 #include "shm/codec.h"
 #include "shm/crc32c.h"
@@ -73,26 +74,6 @@ const char* entry_state_name(EntryState s) {
     return nullptr;
 }
 
-const char* slot_state_name(SlotState s) {
-    switch (s) {
-        case SlotState::kFree:
-            return "free";
-        case SlotState::kClaiming:
-            return "claiming";
-        case SlotState::kAllocated:
-            return "allocated";
-        case SlotState::kReleasing:
-            return "releasing";
-        case SlotState::kCooling:
-            return "cooling";
-        case SlotState::kReserved:
-            return "reserved";
-        case SlotState::kSticky:
-            return "sticky";
-    }
-    return nullptr;
-}
-
 FileItem lease_item(uint32_t i, uint64_t word, const format::LeaseSide& side, uint64_t offset) {
     FileItem it{"lease", i, offset, {}, {}};
     it.fields = {{"pid", uint64_t(shm::LeaseTable::pid_of(word))},
@@ -136,8 +117,8 @@ FileItem entry_item(uint64_t i, const format::Entry& e, uint64_t offset) {
 FileItem slot_item(uint64_t i, const format::Slot& s, const std::string& address, uint64_t offset) {
     const auto w = shm::SlotWord::decode(s.state);
     FileItem it{"slot", i, offset, {{"address", address}}, {}};
-    const char* name = slot_state_name(w.state);
-    if (name == nullptr) {
+    const char* name = engine::slot_state_name(w.state);
+    if (std::strcmp(name, "invalid") == 0) {
         it.damage = "invalid state " + std::to_string(int(w.state));
         return it;
     }
