@@ -253,7 +253,8 @@ std::vector<JournalRecord> Journal::newest_per_address(const std::vector<Journal
     return out;
 }
 
-Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t below) {
+Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t below,
+                                            const DamageReporter& report) {
     for (int attempt = 0; attempt < 5; ++attempt) {
         auto listing = list_journal(dir);
         if (!listing) return listing.error();
@@ -266,8 +267,10 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t bel
             const size_t max =
                 ::stat(path.c_str(), &sb) == 0 ? size_t(sb.st_size) / sizeof(JournalRecord) : 0;
             auto recs = read_records(path, max);
-            if (!recs) return recs.error();
-            if (!*recs) {
+            if (!recs && !report) return recs.error();
+            if (!recs) {
+                report({path, recs.error().msg});
+            } else if (!*recs) {
                 vanished = true;
             } else {
                 for (const JournalRecord& r : **recs) {
@@ -282,8 +285,13 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t bel
         }
         for (uint64_t seg : listing->segments) {
             if (vanished || seg * kJournalRecordsPerSegment >= below) break;
-            auto recs = read_records(dir + "/" + segment_name(seg), kJournalRecordsPerSegment);
-            if (!recs) return recs.error();
+            const std::string path = dir + "/" + segment_name(seg);
+            auto recs = read_records(path, kJournalRecordsPerSegment);
+            if (!recs && !report) return recs.error();
+            if (!recs) {
+                report({path, recs.error().msg});
+                continue;
+            }
             if (!*recs) {
                 vanished = true;
                 break;

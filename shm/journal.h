@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -57,10 +58,21 @@ class Journal {
         uint64_t invalid = 0;                        // written-looking slots that failed checks
         uint64_t segments = 0;
     };
+    // A journal file the scan could not read (LevelDB's log::Reader::Reporter).
+    struct FileDamage {
+        std::string path;
+        std::string why;
+    };
+    using DamageReporter = std::function<void(const FileDamage&)>;
     // Reads the newest checkpoint and every segment of the journal in dir (no journal: empty
     // result). A segment removed by a concurrent compaction makes it start over.
-    // Records at or past `below` (and segments wholly past it) are not read.
-    static Expected<ScanResult> scan(const std::string& dir, uint64_t below = UINT64_MAX);
+    // Records at or past `below` (and segments wholly past it) are not read. Damaged records
+    // are skipped and counted (`invalid`). A file that cannot be read at all is given to
+    // `report` and skipped, and the scan goes on (verify, inspection); without a reporter the
+    // scan fails on it (a rebuild or a compaction: going on without the file could lose an
+    // allocation only it records, and so give that address to a second owner).
+    static Expected<ScanResult> scan(const std::string& dir, uint64_t below = UINT64_MAX,
+                                     const DamageReporter& report = nullptr);
     // The winning record of every address (highest slot generation, then sequence; never
     // journal order), ordered by family and address.
     static std::vector<format::JournalRecord> newest_per_address(

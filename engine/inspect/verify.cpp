@@ -121,7 +121,12 @@ Expected<VerifyReport> verify(NetworkStore& store) {
 
     // The journal: every allocated address must survive a rebuild, so its newest record must be
     // its allocation, by the same attachment.
-    auto scan = shm::Journal::scan(store.journal().dir());
+    // A journal file that cannot be read is listed, and everything else is still checked.
+    auto scan = shm::Journal::scan(
+        store.journal().dir(), UINT64_MAX, [&](const shm::Journal::FileDamage& d) {
+            add("damaged-journal-file", d.path + " cannot be read (" + d.why +
+                                            "): a rebuild would refuse to go on without it");
+        });
     if (!scan) return scan.error();
     rep.journal_records = scan->records.size();
     rep.journal_invalid = scan->invalid;

@@ -110,6 +110,29 @@ TEST(Journal, ForeignAndTruncatedSegmentsDoNotBreakTheScan) {
     EXPECT_GT(scan->invalid, 0u);
 }
 
+TEST(Journal, AnUnreadableSegmentIsReportedAndSkippedOnlyWhenAReporterAsks) {
+    testing::TempDir dir;
+    shm::Journal j(dir.path(), shm::SyncMode::kNone);
+    uint64_t tail = format::kJournalRecordsPerSegment - 1;  // one record in each of 0 and 1
+    std::vector<JournalRecord> a{rec("10.0.0.2", 1), rec("10.0.0.3", 1)};
+    ASSERT_TRUE(j.append(tail, a, {}));
+    // Segment 2 exists by name but cannot be read (a directory where a file should be).
+    std::filesystem::create_directory(dir.sub(shm::Journal::segment_name(2)));
+
+    auto strict = shm::Journal::scan(dir.path());
+    ASSERT_FALSE(strict) << "a rebuild must not go on without a file it cannot read";
+    EXPECT_EQ(strict.error().code, Code::kIo);
+
+    std::vector<shm::Journal::FileDamage> damage;
+    auto lenient = shm::Journal::scan(
+        dir.path(), UINT64_MAX, [&](const shm::Journal::FileDamage& d) { damage.push_back(d); });
+    ASSERT_TRUE(lenient) << lenient.error().msg;
+    EXPECT_EQ(lenient->records.size(), 2u) << "the readable segments are still read";
+    ASSERT_EQ(damage.size(), 1u);
+    EXPECT_EQ(damage[0].path, dir.sub(shm::Journal::segment_name(2)));
+    EXPECT_FALSE(damage[0].why.empty());
+}
+
 }  // namespace
 }  // namespace shmipam
 

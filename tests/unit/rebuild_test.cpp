@@ -208,3 +208,33 @@ TEST_F(RebuildTest, ARebuildCompactsTheJournalAndLaterRebuildsReadTheCheckpoint)
 
 }  // namespace
 }  // namespace shmipam::engine
+
+namespace shmipam::engine {
+namespace {
+
+// verify lists a journal file it cannot read and still checks everything else; a rebuild
+// refuses to go on without it (it could hold the only record of an allocation).
+TEST_F(RebuildTest, AnUnreadableJournalSegmentIsListedByVerifyAndStopsARebuild) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    const std::string planted = cfg.journal_dir() + "/" + shm::Journal::segment_name(7);
+    std::filesystem::create_directory(planted);
+
+    auto rep = verify(*store);
+    ASSERT_TRUE(rep) << rep.error().msg;
+    ASSERT_EQ(rep->violations.size(), 1u);
+    EXPECT_EQ(rep->violations[0].kind, "damaged-journal-file");
+    EXPECT_NE(rep->violations[0].detail.find(planted), std::string::npos);
+    EXPECT_EQ(rep->journal_records, 2u) << "the readable segment was still checked";
+    EXPECT_GT(rep->slots_checked, 0u);
+
+    lose_arena();
+    auto reopened = open_network(cfg);
+    ASSERT_FALSE(reopened) << "a rebuild without the unreadable file could lose an allocation";
+    EXPECT_EQ(reopened.error().code, Code::kIo);
+    std::filesystem::remove(planted);
+    open();
+    EXPECT_EQ(addresses("a").size(), 2u);
+}
+
+}  // namespace
+}  // namespace shmipam::engine
