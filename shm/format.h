@@ -233,6 +233,9 @@ struct IndexHeader {
     uint64_t dead_leases_reaped;
     uint64_t busy_rejections;
     uint64_t reboot_reclaims;  // addresses of another boot's sandboxes reclaimed when rebuilt
+    // Damaged records (and unreadable checkpoint records) the rebuild that built this index
+    // skipped: what a rebuild says it could not use.
+    uint64_t rebuild_skipped_records;
     // Next journal record number (fetch-add reserves records); set by scanning the journal when
     // the index is created.
     alignas(kCacheLine) uint64_t journal_tail;

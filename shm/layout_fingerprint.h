@@ -113,6 +113,7 @@ inline constexpr uint32_t kLayoutFingerprint = layout_detail::fnv1a({
     offsetof(IndexHeader, dead_leases_reaped),
     offsetof(IndexHeader, busy_rejections),
     offsetof(IndexHeader, reboot_reclaims),
+    offsetof(IndexHeader, rebuild_skipped_records),
     offsetof(IndexHeader, journal_tail),
     offsetof(IndexHeader, journal_names_durable),
     offsetof(IndexHeader, reuse_delay_ms),

@@ -96,6 +96,7 @@ Expected<NetworkDump> dump(NetworkStore& store) {
     d.dead_leases_reaped = shm::load_word(h.dead_leases_reaped);
     d.busy_rejections = shm::load_word(h.busy_rejections);
     d.reboot_reclaims = shm::load_word(h.reboot_reclaims);
+    d.rebuild_skipped_records = shm::load_word(h.rebuild_skipped_records);
     auto blocks = store.all_blocks();
     if (!blocks) return blocks.error();
     for (shm::BlockFile* b : *blocks) {

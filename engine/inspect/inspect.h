@@ -59,6 +59,7 @@ struct NetworkDump {
     std::vector<SlotView> slots;    // every slot that is not free
     std::vector<LeaseView> leases;  // held leases
     uint64_t adds = 0, dels = 0, dead_leases_reaped = 0, busy_rejections = 0, reboot_reclaims = 0;
+    uint64_t rebuild_skipped_records = 0;  // damaged journal records the last rebuild skipped
 };
 
 Expected<NetworkDump> dump(NetworkStore& store);

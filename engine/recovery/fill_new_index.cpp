@@ -18,6 +18,7 @@ IndexFiller fill_new_index(const NetworkConfig& cfg) {
             out.rebuilt = true;
             out.rebuilt_addresses = stats->addresses;
             out.reclaimed_after_reboot = stats->reclaimed_after_reboot;
+            out.skipped_records = scan.invalid;
             out.newest = std::move(stats->newest);
             return out;
         }

@@ -26,6 +26,7 @@ struct FilledIndex {
     bool rebuilt = false;  // from the journal (else: new, or imported from host-local)
     size_t rebuilt_addresses = 0;
     size_t reclaimed_after_reboot = 0;
+    size_t skipped_records = 0;  // damaged records the rebuild could not use
     // A rebuild's winning record of every address: the checkpoint its creator publishes.
     std::vector<format::JournalRecord> newest;
     // Allocations that exist nowhere in the journal yet (imports): journaled before publishing.

@@ -156,6 +156,7 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
                 creation_.rebuilt_addresses = filled->rebuilt_addresses;
                 creation_.reclaimed_after_reboot = filled->reclaimed_after_reboot;
                 aside.header().reboot_reclaims = filled->reclaimed_after_reboot;
+                aside.header().rebuild_skipped_records = filled->skipped_records;
                 pending_checkpoint_ = std::move(filled->newest);
                 pending_covered_ = scan->next_sequence;
                 return Ok{};

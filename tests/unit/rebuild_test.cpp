@@ -236,5 +236,22 @@ TEST_F(RebuildTest, AnUnreadableJournalSegmentIsListedByVerifyAndStopsARebuild) 
     EXPECT_EQ(addresses("a").size(), 2u);
 }
 
+// A rebuild says what it skipped: the damaged records it could not use are counted in the
+// index it built (shmipamctl stats, metrics and dump show them).
+TEST_F(RebuildTest, ARebuildCountsTheDamagedRecordsItSkipped) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    ASSERT_TRUE(alloc->add(testing::add_request("b")));
+    const std::string seg = cfg.journal_dir() + "/" + shm::Journal::segment_name(0);
+    std::string bytes = testing::read_file(seg);
+    bytes[3 * sizeof(format::JournalRecord) + 100] ^= 0x20;  // b's second record
+    testing::write_file(seg, bytes);
+    lose_arena();
+    open();
+    auto d = dump(*store);
+    ASSERT_TRUE(d) << d.error().msg;
+    EXPECT_EQ(d->rebuild_skipped_records, 1u);
+    EXPECT_EQ(addresses("a").size(), 2u) << "undamaged records still rebuild";
+}
+
 }  // namespace
 }  // namespace shmipam::engine

@@ -29,7 +29,8 @@ json dump_to_json(const engine::NetworkDump& d) {
                        {"dels", d.dels},
                        {"deadLeasesReaped", d.dead_leases_reaped},
                        {"busyRejections", d.busy_rejections},
-                       {"rebootReclaims", d.reboot_reclaims}};
+                       {"rebootReclaims", d.reboot_reclaims},
+                       {"rebuildSkippedRecords", d.rebuild_skipped_records}};
     out["blocks"] = json::array();
     for (const auto& b : d.blocks) out["blocks"].push_back(block_json(b));
     out["allocations"] = json::array();

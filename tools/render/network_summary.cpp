@@ -110,6 +110,7 @@ json stats_json(const engine::NetworkDump& d) {
              {"deadLeasesReaped", d.dead_leases_reaped},
              {"busyRejections", d.busy_rejections},
              {"rebootReclaims", d.reboot_reclaims},
+             {"rebuildSkippedRecords", d.rebuild_skipped_records},
              {"leasesHeld", d.leases.size()},
              {"utilisation", share(t.in_use, t.slots)},
              {"ranges", json::array()},
@@ -135,6 +136,10 @@ std::string stats_text(const engine::NetworkDump& d) {
         (unsigned long long)t.claims, (unsigned long long)t.releases, (unsigned long long)t.retries,
         (unsigned long long)t.rollbacks, (unsigned long long)d.dead_leases_reaped,
         (unsigned long long)d.busy_rejections, d.leases.size());
+    if (d.rebuild_skipped_records > 0) {
+        out += format("  the rebuild that built this state skipped %llu damaged journal records\n",
+                      (unsigned long long)d.rebuild_skipped_records);
+    }
     for (const auto& r : d.range_views) {
         const std::string range = r.start.to_string() + "-" + r.end.to_string();
         out += format("  range set %d %s %s: %5.1f%% used (%llu in use, %llu cooling of %llu)\n",

@@ -60,6 +60,10 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
          "gauge",
          "Addresses of a configured range by state (in_use, cooling, size).",
          {}},
+        {"shmipam_rebuild_skipped_records",
+         "gauge",
+         "Damaged journal records the rebuild that built the network's state skipped.",
+         {}},
     };
     auto add = [&](size_t fam, const std::string& labels, uint64_t v) {
         fams[fam].samples.push_back(std::string(fams[fam].name) + "{" + labels + "} " +
@@ -94,6 +98,7 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
         add(9, net, n.busy_rejections);
         add(10, net, n.leases.size());
         add(11, net, n.reboot_reclaims);
+        add(13, net, n.rebuild_skipped_records);
         for (const auto& r : n.range_views) {
             const std::string rl =
                 net + ",range_set=\"" + std::to_string(r.range_set) + "\",range=\"" +

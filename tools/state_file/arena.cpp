@@ -184,6 +184,7 @@ Expected<FileDescription> describe_index(std::span<const std::byte> bytes) {
                 {"dead_leases_reaped", h.dead_leases_reaped},
                 {"busy_rejections", h.busy_rejections},
                 {"reboot_reclaims", h.reboot_reclaims},
+                {"rebuild_skipped_records", h.rebuild_skipped_records},
                 {"journal_tail", h.journal_tail},
                 {"journal_names_durable", h.journal_names_durable},
                 {"reuse_delay_ms", h.reuse_delay_ms},
