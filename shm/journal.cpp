@@ -62,13 +62,24 @@ void Journal::seal(JournalRecord& r) {
     r.crc = crc32c(reinterpret_cast<const uint8_t*>(&r) + 4, sizeof r - 4);
 }
 
-bool Journal::record_valid(const JournalRecord& r, uint64_t expected_sequence) {
-    if (r.sequence != expected_sequence) return false;
-    if (r.op < uint8_t(format::JournalOp::kAlloc) || r.op > uint8_t(format::JournalOp::kRollback)) {
-        return false;
+std::string Journal::record_damage(const JournalRecord& r, uint64_t expected_sequence) {
+    // The CRC first: a flipped byte anywhere shows as a CRC mismatch, not as a bad field.
+    if (r.crc != crc32c(reinterpret_cast<const uint8_t*>(&r) + 4, sizeof r - 4)) {
+        return "crc mismatch";
     }
-    if (r.family != 4 && r.family != 6) return false;
-    return r.crc == crc32c(reinterpret_cast<const uint8_t*>(&r) + 4, sizeof r - 4);
+    if (r.op < uint8_t(format::JournalOp::kAlloc) || r.op > uint8_t(format::JournalOp::kRollback)) {
+        return "unknown op " + std::to_string(r.op);
+    }
+    if (r.family != 4 && r.family != 6) return "unknown family " + std::to_string(r.family);
+    if (r.sequence != expected_sequence) {
+        return "sequence " + std::to_string(r.sequence) + " where " +
+               std::to_string(expected_sequence) + " belongs";
+    }
+    return "";
+}
+
+bool Journal::record_valid(const JournalRecord& r, uint64_t expected_sequence) {
+    return record_damage(r, expected_sequence).empty();
 }
 
 Expected<int> Journal::segment_fd(uint64_t segment) {

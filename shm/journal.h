@@ -87,6 +87,9 @@ class Journal {
                           const std::vector<format::JournalRecord>& records, bool sync);
 
     static std::string segment_name(uint64_t segment);
+    // Why a record read at `expected_sequence` is not valid ("" when it is): the CRC, the op,
+    // the family, the sequence, checked in that order. shmipamctl dump-file shows it.
+    static std::string record_damage(const format::JournalRecord& r, uint64_t expected_sequence);
     static bool record_valid(const format::JournalRecord& r, uint64_t expected_sequence);
     static void seal(format::JournalRecord& r);  // computes the crc
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "shm/crc32c.h"
 #include "tools/state_file/describe.h"
 
 namespace shmipam::tools::state_file {
@@ -32,18 +31,13 @@ const char* op_name(uint8_t op) {
     return nullptr;
 }
 
-// Why the record is not valid (the checks of Journal::record_valid, the CRC first: a flipped
-// byte anywhere shows as a CRC mismatch), or "" when it is.
+// Why the record is not valid (Journal::record_damage, plus a checkpoint's coverage), or ""
+// when it is.
 std::string damage_of(const JournalRecord& r, uint64_t expected_sequence, bool any_sequence,
                       uint64_t covered) {
-    const uint32_t crc = shm::crc32c(reinterpret_cast<const uint8_t*>(&r) + 4, sizeof r - 4);
-    if (crc != r.crc) return "crc mismatch";
-    if (op_name(r.op) == nullptr) return "unknown op " + std::to_string(r.op);
-    if (r.family != 4 && r.family != 6) return "unknown family " + std::to_string(r.family);
-    if (!any_sequence && r.sequence != expected_sequence) {
-        return "sequence " + std::to_string(r.sequence) + " where " +
-               std::to_string(expected_sequence) + " belongs";
-    }
+    // A checkpoint's records sit anywhere: their sequence is only checked against what it covers.
+    std::string why = shm::Journal::record_damage(r, any_sequence ? r.sequence : expected_sequence);
+    if (!why.empty()) return why;
     if (any_sequence && r.sequence >= covered) {
         return "sequence " + std::to_string(r.sequence) + " not below the covered " +
                std::to_string(covered);
