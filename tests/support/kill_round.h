@@ -22,6 +22,7 @@ namespace shmipam::testing {
 
 struct RoundOp {
     std::string cmd, id;
+    std::map<std::string, std::string> env = {};  // on top of the round's extra_env
 };
 
 // n operations: every `del_every`th a DEL of one of `live` (in random order) while there are
@@ -82,6 +83,7 @@ inline std::vector<ProcessResult> run_kill_round(
     for (size_t i = 0; i < ops.size(); ++i) {
         auto env = cni_env(ops[i].cmd, ops[i].id);
         for (const auto& [k, v] : extra_env) env[k] = v;
+        for (const auto& [k, v] : ops[i].env) env[k] = v;
         spawned[i] = Clock::now();
         children[i] =
             std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH}, env, config);
