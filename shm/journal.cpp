@@ -12,9 +12,9 @@
 #include <optional>
 
 #include "base/fault_point.h"
-#include "base/storage_trace.h"
 #include "shm/atomic_word.h"
 #include "shm/crc32c.h"
+#include "shm/file_system.h"
 #include "shm/lease_table.h"
 #include "shm/mapped_file.h"
 
@@ -31,25 +31,32 @@ bool all_zero(const JournalRecord& r) {
     return std::all_of(p, p + sizeof r, [](uint8_t b) { return b == 0; });
 }
 
-Status fsync_path(const std::string& path, int flags) {
-    int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-    if (fd < 0) return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
-    const int rc = ::fsync(fd);
+Error io_failure(const std::string& what, const std::string& path) {
+    return make_error(Code::kIo, what + " " + path + ": " + std::strerror(errno));
+}
+
+// Makes a new file's blocks durable (its name is the directory's business: sync_dir).
+Status fsync_file(const std::string& path) {
+    FileSystem& fs = file_system();
+    const int fd = fs.open(path, O_RDONLY);
+    if (fd < 0) return io_failure("cannot open", path);
+    const int rc = fs.fsync(fd);
     const int err = errno;
-    ::close(fd);
-    if (rc != 0) return make_error(Code::kIo, "cannot fsync " + path + ": " + std::strerror(err));
-    if (flags & O_DIRECTORY) {
-        SHMIPAM_TRACE(dir_synced(path));
-    } else {
-        SHMIPAM_TRACE(synced(path));
-    }
+    fs.close(fd);
+    errno = err;
+    if (rc != 0) return io_failure("cannot fsync", path);
+    return Ok{};
+}
+
+Status fsync_dir(const std::string& dir) {
+    if (file_system().sync_dir(dir) != 0) return io_failure("cannot fsync directory", dir);
     return Ok{};
 }
 
 }  // namespace
 
 Journal::~Journal() {
-    for (auto& [seg, fd] : fds_) ::close(fd);
+    for (auto& [seg, fd] : fds_) file_system().close(fd);
 }
 
 std::string Journal::segment_name(uint64_t segment) {
@@ -86,7 +93,8 @@ Expected<int> Journal::segment_fd(uint64_t segment) {
     if (auto it = fds_.find(segment); it != fds_.end()) return it->second;
     const std::string name = segment_name(segment);
     const std::string path = dir_ + "/" + name;
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    FileSystem& fs = file_system();
+    int fd = fs.open(path, O_RDWR);
     bool name_durable = false;
     if (fd < 0 && errno == ENOENT) {
         // A new segment: built aside fully allocated and zero-filled, linked into place (racing
@@ -94,27 +102,21 @@ Expected<int> Journal::segment_fd(uint64_t segment) {
         auto made = create_published(dir_, name, kJournalSegmentBytes,
                                      [](std::span<std::byte>) -> Status { return Ok{}; });
         if (!made) return made.error();
-        if (*made == Publish::kCreated) {
-            SHMIPAM_TRACE(created(path));
-            if (mode_ != SyncMode::kNone) {
-                if (auto st = fsync_path(path, O_RDONLY); !st) return st.error();
-                if (auto st = fsync_path(dir_, O_RDONLY | O_DIRECTORY); !st) return st.error();
-                name_durable = true;
-            }
+        if (*made == Publish::kCreated && mode_ != SyncMode::kNone) {
+            if (auto st = fsync_file(path); !st) return st.error();
+            if (auto st = fsync_dir(dir_); !st) return st.error();
+            name_durable = true;
         }
-        fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        fd = fs.open(path, O_RDWR);
     }
-    if (fd < 0) {
-        return make_error(Code::kIo,
-                          "cannot open journal segment " + path + ": " + std::strerror(errno));
-    }
+    if (fd < 0) return io_failure("cannot open journal segment", path);
     // A segment someone else created: its creator may have died between link() and syncing
     // the directory, and a synced record in a file whose name is lost is lost. Once per segment
     // (the shared word says when someone already did it).
     if (mode_ != SyncMode::kNone && !name_durable &&
         (names_durable_ == nullptr || load_word(*names_durable_) <= segment)) {
-        if (auto st = fsync_path(dir_, O_RDONLY | O_DIRECTORY); !st) {
-            ::close(fd);
+        if (auto st = fsync_dir(dir_); !st) {
+            fs.close(fd);
             return st.error();
         }
         name_durable = true;
@@ -168,14 +170,11 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
         if (!fd) return fd.error();
         const off_t off =
             off_t((records[i].sequence % kJournalRecordsPerSegment) * sizeof(JournalRecord));
-        SHMIPAM_TRACE(
-            write(dir_ + "/" + segment_name(seg), uint64_t(off), (j - i) * sizeof(JournalRecord)));
         if (auto st = write_durably(*fd, &records[i], (j - i) * sizeof(JournalRecord), off, mode_,
                                     &used_);
             !st) {
             return st;
         }
-        if (mode_ != SyncMode::kNone) SHMIPAM_TRACE(synced(dir_ + "/" + segment_name(seg)));
         i = j;
     }
     SHMIPAM_FAULT("journal.after_sync");
@@ -225,16 +224,18 @@ std::string checkpoint_name(uint64_t covered) {
 // Reads a whole file; nullopt when it vanished (a concurrent compaction removed it).
 Expected<std::optional<std::vector<JournalRecord>>> read_records(const std::string& path,
                                                                  size_t max_records) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    FileSystem& fs = file_system();
+    const int fd = fs.open(path, O_RDONLY);
     if (fd < 0) {
         if (errno == ENOENT) return std::optional<std::vector<JournalRecord>>();
-        return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+        return io_failure("cannot open", path);
     }
     std::vector<JournalRecord> buf(max_records);
-    const ssize_t n = ::pread(fd, buf.data(), max_records * sizeof(JournalRecord), 0);
+    const ssize_t n = fs.pread(fd, buf.data(), max_records * sizeof(JournalRecord), 0);
     const int err = errno;
-    ::close(fd);
-    if (n < 0) return make_error(Code::kIo, "cannot read " + path + ": " + std::strerror(err));
+    fs.close(fd);
+    errno = err;
+    if (n < 0) return io_failure("cannot read", path);
     buf.resize(size_t(n) / sizeof(JournalRecord));  // a torn tail record is dropped
     return std::optional<std::vector<JournalRecord>>(std::move(buf));
 }
@@ -337,25 +338,21 @@ Status Journal::compact(const std::string& dir, uint64_t covered,
         return Ok{};
     });
     if (!made) return made.error();
-    if (*made == Publish::kCreated) SHMIPAM_TRACE(created(dir + "/" + name));
     if (sync) {
-        if (auto st = fsync_path(dir + "/" + name, O_RDONLY); !st) return st;
-        if (auto st = fsync_path(dir, O_RDONLY | O_DIRECTORY); !st) return st;
+        if (auto st = fsync_file(dir + "/" + name); !st) return st;
+        if (auto st = fsync_dir(dir); !st) return st;
     }
     SHMIPAM_FAULT("checkpoint.after_publish");
     auto listing = list_journal(dir);
     if (!listing) return listing.error();
+    // A failed unlink leaves an extra file, which the next compaction removes: not an error.
     for (uint64_t seg : listing->segments) {
         if ((seg + 1) * kJournalRecordsPerSegment <= covered) {
-            SHMIPAM_TRACE(unlinking(dir + "/" + segment_name(seg)));
-            ::unlink((dir + "/" + segment_name(seg)).c_str());
+            file_system().unlink(dir + "/" + segment_name(seg));
         }
     }
     for (uint64_t c : listing->checkpoints) {
-        if (c < covered) {
-            SHMIPAM_TRACE(unlinking(dir + "/" + checkpoint_name(c)));
-            ::unlink((dir + "/" + checkpoint_name(c)).c_str());
-        }
+        if (c < covered) file_system().unlink(dir + "/" + checkpoint_name(c));
     }
     return Ok{};
 }

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "base/fault_point.h"
+#include "shm/file_system.h"
 
 namespace shmipam::shm {
 namespace bip = boost::interprocess;
@@ -45,7 +46,7 @@ bool sweep_creators_files(const std::string& dir, const std::string& name) {
         const long pid = std::strtol(n.c_str() + prefix.size(), nullptr, 10);
         if (pid <= 0 || pid == long(::getpid())) continue;
         if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
-            ::unlink((dir + "/" + n).c_str());
+            file_system().unlink(dir + "/" + n);
         } else {
             live = true;
         }
@@ -92,17 +93,18 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
     if (file_exists(final_path)) return Publish::kAlreadyExisted;
     if (wait_for_other_creator(dir, name, final_path)) return Publish::kAlreadyExisted;
     const std::string tmp_path = dir + "/" + temp_name(name);
-    int fd = ::open(tmp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    FileSystem& fs = file_system();
+    int fd = fs.open(tmp_path, O_RDWR | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return io_error("cannot create", tmp_path, errno);
     auto fail = [&](Error e) -> Expected<Publish> {
-        ::close(fd);
-        ::unlink(tmp_path.c_str());
+        fs.close(fd);
+        fs.unlink(tmp_path);
         return e;
     };
     // Never sparse: every page is allocated now, so later stores cannot fault on a full disk.
-    if (int err = ::posix_fallocate(fd, 0, off_t(bytes)); err != 0) {
+    if (fs.allocate(fd, off_t(bytes)) != 0) {
         return fail(
-            io_error("cannot allocate " + std::to_string(bytes) + " bytes for", tmp_path, err));
+            io_error("cannot allocate " + std::to_string(bytes) + " bytes for", tmp_path, errno));
     }
     SHMIPAM_FAULT("create.after_allocate");
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -111,17 +113,17 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
     ::munmap(p, bytes);
     if (!st) return fail(st.error());
     SHMIPAM_FAULT("create.before_publish");
-    if (::link(tmp_path.c_str(), final_path.c_str()) != 0) {
+    if (fs.link(tmp_path, final_path) != 0) {
         const int err = errno;
         if (err == EEXIST) {
-            ::close(fd);
-            ::unlink(tmp_path.c_str());
+            fs.close(fd);
+            fs.unlink(tmp_path);
             return Publish::kAlreadyExisted;
         }
         return fail(io_error("cannot publish", final_path, err));
     }
-    ::close(fd);
-    ::unlink(tmp_path.c_str());
+    fs.close(fd);
+    fs.unlink(tmp_path);
     return Publish::kCreated;
 }
 
@@ -137,7 +139,7 @@ Status make_dirs(const std::string& path) {
         pos = path.find('/', pos + 1);
         cur = path.substr(0, pos);
         if (cur.empty()) continue;
-        if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        if (file_system().mkdir(cur, 0755) != 0 && errno != EEXIST) {
             return io_error("cannot create directory", cur, errno);
         }
     }

@@ -17,6 +17,7 @@
 #include "engine/state/journal_records.h"
 #include "shm/atomic_word.h"
 #include "shm/codec.h"
+#include "shm/file_system.h"
 
 namespace shmipam::engine {
 
@@ -40,16 +41,17 @@ std::string trim(std::string s) {
 }
 
 bool read_small_file(const std::string& path, std::string* out, uint64_t* mtime_ns) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    shm::FileSystem& fs = shm::file_system();
+    const int fd = fs.open(path, O_RDONLY | O_NOFOLLOW);
     if (fd < 0) return false;
     struct stat sb {};
     if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        ::close(fd);
+        fs.close(fd);
         return false;
     }
     char buf[1024];
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    ::close(fd);
+    const ssize_t n = fs.pread(fd, buf, sizeof buf, 0);
+    fs.close(fd);
     if (n < 0) return false;
     out->assign(buf, size_t(n));
     if (mtime_ns)

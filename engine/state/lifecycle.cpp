@@ -15,6 +15,7 @@
 #include "engine/state/config_display.h"
 #include "engine/state/network_store.h"
 #include "shm/atomic_word.h"
+#include "shm/file_system.h"
 
 namespace shmipam::engine {
 
@@ -122,7 +123,7 @@ void NetworkStore::remove_retired_index() {
     // Only a retired index is ever removed, and unlinking is safe under processes that map it:
     // their mappings stay valid, and they see the retired flag at their next check.
     if (!index_.retired()) return;
-    ::unlink((dir_ + "/" + shm::IndexFile::kFileName).c_str());
+    shm::file_system().unlink(dir_ + "/" + shm::IndexFile::kFileName);
 }
 
 Error NetworkStore::retire(const std::string& why) {
@@ -184,7 +185,7 @@ void NetworkStore::remove_blocks_of_other_epochs() {
         const std::string n = ent->d_name;
         if (n.size() > 4 && n.compare(n.size() - 4, 4, ".blk") == 0 && n[0] != '.' &&
             n.find(mine) == std::string::npos) {
-            ::unlink((dir_ + "/" + n).c_str());
+            shm::file_system().unlink(dir_ + "/" + n);
         }
     }
     ::closedir(d);

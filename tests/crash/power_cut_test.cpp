@@ -1,9 +1,10 @@
 // Power cuts at the storage level. Real plugin processes (test build) run rounds of concurrent
 // ADDs and DELs with random SIGKILLs, the last round cut short by killing everything, while each
-// traces every change it makes to the data directory (base/storage_trace.h). Then, on copies of
-// the data directory, several different power cuts drop random subsets of whatever was not yet
-// durable: unsynced record writes, unsynced names of new segments and checkpoints, unsynced
-// checkpoint contents, unsynced unlinks of compacted segments. The arena is gone (tmpfs). Each
+// traces every change it makes to the data directory through the file system the plugin under
+// test installs (tests/support/tracing_file_system.h). Then, on copies of the data directory,
+// several different power cuts drop random subsets of whatever was not yet durable: unsynced
+// record writes, unsynced names of new segments and checkpoints, unsynced checkpoint contents,
+// unsynced unlinks of compacted segments. The arena is gone (tmpfs). Each
 // rebuilt state must hold every attachment whose ADD answered, at the addresses it printed, hold
 // nothing whose DEL answered, and never give one address to two attachments.
 #include "tests/support/power_cut.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/allocator.h"
 #include "engine/inspect/inspect.h"
+#include "engine/ops/allocator.h"
 #include "engine/ops/open_network.h"
 #include "engine/state/network_store.h"
 #include "shm/process_identity.h"

@@ -1,4 +1,4 @@
-// A power cut, simulated from the storage trace (base/storage_trace.h) that plugin processes of a
+// A power cut, simulated from the storage trace (tracing_file_system.h) that plugin processes of a
 // test build write: applied to a copy of the data directory at a chosen point of the trace, it
 // takes back every change made after that point, drops a random subset of what was not yet
 // durable at it, and keeps everything that was.

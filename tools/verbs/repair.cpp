@@ -13,6 +13,7 @@
 
 #include "engine/inspect/inspect.h"
 #include "engine/recovery/recovery.h"
+#include "shm/file_system.h"
 #include "tools/render/repair.h"
 #include "tools/render/text.h"
 #include "tools/verbs/verbs.h"
@@ -26,7 +27,7 @@ int set_index_aside(const std::string& index_path, const Error& why, bool apply)
     std::cout << repair_index_unusable(why.msg, apply);
     if (!apply) return kExitViolations;
     const std::string aside = index_path + ".damaged." + std::to_string(::time(nullptr));
-    if (::rename(index_path.c_str(), aside.c_str()) != 0) {
+    if (shm::file_system().rename(index_path, aside) != 0) {
         return cannot_read("cannot move " + index_path + ": " + std::strerror(errno));
     }
     return kExitClean;
