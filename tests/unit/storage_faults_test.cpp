@@ -83,6 +83,7 @@ TEST_F(StorageFaults, AFullRunDirectoryFailsTheAddWithAClearErrorAndHoldsNothing
     EXPECT_EQ(out.error().code, Code::kIo);
     EXPECT_NE(out.error().msg.find("No space left on device"), std::string::npos)
         << out.error().msg;
+    EXPECT_NE(out.error().msg.find(cfg.state_dir()), std::string::npos) << out.error().msg;
     EXPECT_TRUE(held_by(*alloc, "a").empty());
     testing::expect_verify_clean(*store);
     // Space again: the same ADD succeeds, and it is the only holder of addresses.
@@ -119,6 +120,8 @@ TEST_F(StorageFaults, AFullDiskWhenTheJournalNeedsANewSegmentFailsTheAddAndHolds
     ASSERT_FALSE(out);
     EXPECT_EQ(out.error().code, Code::kIo);
     EXPECT_NE(out.error().msg.find("No space left on device"), std::string::npos)
+        << out.error().msg;
+    EXPECT_NE(out.error().msg.find(shm::Journal::segment_name(1)), std::string::npos)
         << out.error().msg;
     EXPECT_TRUE(held_by(*alloc, "b").empty());
     testing::expect_verify_clean(*store);
