@@ -2,8 +2,9 @@
 // creation. Compiled in only with SHMIPAM_FAULT_POINTS (the `faults` preset, used by the crash
 // tests); in every other build SHMIPAM_FAULT(name) is nothing at all.
 //
-// A test arms one point (through the plugin's SHMIPAM_FAULT environment variable: the engine
-// never reads the environment); when execution reaches it, after `skip` earlier hits, the
+// A test arms one point (through SHMIPAM_FAULT, which the crash tests' plugin reads:
+// tests/support/plugin_under_test_main.cpp; the production plugin and the engine
+// never read it); when execution reaches it, after `skip` earlier hits, the
 // process dies there: _exit(kFaultExitCode) or SIGKILL, leaving everything as a crash would.
 #pragma once
 
