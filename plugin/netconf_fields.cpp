@@ -1,0 +1,111 @@
+#include "plugin/netconf_fields.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace shmipam::cni::netconf_fields {
+
+Error type_error(const std::string& field, const char* want) {
+    return make_error(Code::kDecode,
+                      "cannot decode network config: \"" + field + "\" must be " + want);
+}
+
+// Reads an optional string field; code 6 when present with another type.
+Expected<std::string> opt_string(const json& obj, const char* key, const std::string& where) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::string();
+    if (!it->is_string()) return type_error(where + key, "a string");
+    return it->get<std::string>();
+}
+
+Expected<engine::RangeSpec> parse_range_spec(const json& j, const std::string& where) {
+    if (!j.is_object()) return type_error(where, "an object");
+    engine::RangeSpec r;
+    struct Field {
+        const char* key;
+        std::string* into;
+    } fields[] = {{"subnet", &r.subnet},
+                  {"rangeStart", &r.range_start},
+                  {"rangeEnd", &r.range_end},
+                  {"gateway", &r.gateway}};
+    for (auto& f : fields) {
+        auto v = opt_string(j, f.key, where + ".");
+        if (!v) return v.error();
+        *f.into = *v;
+    }
+    return r;
+}
+
+Expected<std::vector<engine::RangeSet>> parse_range_sets(const json& j, const std::string& where) {
+    if (!j.is_array()) return type_error(where, "an array of range sets");
+    std::vector<engine::RangeSet> sets;
+    for (size_t i = 0; i < j.size(); ++i) {
+        const std::string w = where + "[" + std::to_string(i) + "]";
+        if (!j[i].is_array()) return type_error(w, "an array of ranges");
+        std::vector<engine::RangeSpec> specs;
+        for (size_t k = 0; k < j[i].size(); ++k) {
+            auto spec = parse_range_spec(j[i][k], w + "[" + std::to_string(k) + "]");
+            if (!spec) return spec.error();
+            specs.push_back(*spec);
+        }
+        auto set = engine::make_range_set(specs);
+        if (!set) {
+            return make_error(Code::kInvalidConfig,
+                              "invalid range set " + std::to_string(i) + ": " + set.error().msg);
+        }
+        sets.push_back(*set);
+    }
+    return sets;
+}
+
+// A list of address strings (args.cni.ips, runtimeConfig.ips).
+Expected<std::vector<std::string>> parse_ip_list(const json& j, const std::string& where) {
+    if (!j.is_array()) return type_error(where, "an array of strings");
+    std::vector<std::string> out;
+    for (const auto& v : j) {
+        if (!v.is_string()) return type_error(where, "an array of strings");
+        out.push_back(v.get<std::string>());
+    }
+    return out;
+}
+
+// reuseDelay: seconds as a number, or a duration string ("500ms", "30s", "2m", "1h").
+Expected<uint64_t> parse_delay_ms(const json& j) {
+    if (j.is_number()) {
+        const double s = j.get<double>();
+        if (!(s >= 0) || s > 86400.0 * 365) {
+            return make_error(Code::kInvalidConfig, "reuseDelay must be between 0 and a year");
+        }
+        return uint64_t(std::llround(s * 1000));
+    }
+    if (!j.is_string()) return type_error("ipam.reuseDelay", "a number of seconds or a duration");
+    const std::string s = j.get<std::string>();
+    double v = 0;
+    char unit[4] = {};
+    int n = std::sscanf(s.c_str(), "%lf%3s", &v, unit);
+    const std::string u = n == 2 ? unit : "s";
+    const double mult = u == "ms"  ? 1
+                        : u == "s" ? 1000
+                        : u == "m" ? 60000
+                        : u == "h" ? 3600000
+                                   : -1;
+    if (n < 1 || mult < 0 || !(v >= 0)) {
+        return make_error(Code::kInvalidConfig, "invalid reuseDelay \"" + s + "\"");
+    }
+    return uint64_t(std::llround(v * mult));
+}
+
+Expected<uint8_t> parse_block_size(const json& ipam, const char* key, int lo, int hi, uint8_t def) {
+    auto it = ipam.find(key);
+    if (it == ipam.end() || it->is_null()) return def;
+    if (!it->is_number_integer()) return type_error(std::string("ipam.") + key, "an integer");
+    const int v = it->get<int>();
+    if (v < lo || v > hi) {
+        return make_error(Code::kInvalidConfig, std::string(key) + " must be between /" +
+                                                    std::to_string(lo) + " and /" +
+                                                    std::to_string(hi));
+    }
+    return uint8_t(v);
+}
+
+}  // namespace shmipam::cni::netconf_fields

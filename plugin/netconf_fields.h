@@ -1,0 +1,32 @@
+// Typed readers of the network configuration's JSON fields, each answering a CNI error that
+// names the field and says what it must be (plugin/netconf.cpp assembles them).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/addr/range.h"
+
+namespace shmipam::cni::netconf_fields {
+
+using nlohmann::json;
+
+// "<field> must be <want>" (code 7, invalid network config).
+Error type_error(const std::string& field, const char* want);
+// obj[key] as a string; "" when absent; an error when present and not a string.
+Expected<std::string> opt_string(const json& obj, const char* key, const std::string& where);
+// One {subnet, rangeStart, rangeEnd, gateway} object of a range set.
+Expected<engine::RangeSpec> parse_range_spec(const json& j, const std::string& where);
+// "ranges": an array of range sets, each an array of ranges, validated as host-local does.
+Expected<std::vector<engine::RangeSet>> parse_range_sets(const json& j, const std::string& where);
+// An array of address strings (not yet parsed).
+Expected<std::vector<std::string>> parse_ip_list(const json& j, const std::string& where);
+// "reuseDelay" in milliseconds: a number of seconds, or a duration string ("500ms", "30s", "1m").
+Expected<uint64_t> parse_delay_ms(const json& j);
+// A block prefix length in [lo, hi]; `def` when absent.
+Expected<uint8_t> parse_block_size(const json& ipam, const char* key, int lo, int hi, uint8_t def);
+
+}  // namespace shmipam::cni::netconf_fields
