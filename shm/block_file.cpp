@@ -56,8 +56,8 @@ Expected<BlockFile> BlockFile::open_or_create(const std::string& dir, const std:
         h->slots_offset = format::kHeaderBytes + bitmap_bytes(g.slot_count());
         h->file_bytes = bytes;
         h->created_unix_ns = base::unix_ns();
-        auto boot = read_boot_id();
-        std::memcpy(h->boot_id, boot.data(), 16);
+        // Shown by dump-file, never judged (the index's boot id is): zeros when unreadable.
+        if (auto boot = read_boot_id()) std::memcpy(h->boot_id, boot->data(), 16);
         if (!copy_fixed(h->data_dir, sizeof h->data_dir, who.data_dir) ||
             !copy_fixed(h->network, sizeof h->network, who.network)) {
             return make_error(Code::kInvalidConfig, "dataDir or network name too long");

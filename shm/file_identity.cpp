@@ -12,20 +12,40 @@
 
 namespace shmipam::shm {
 
-std::array<uint8_t, 16> read_boot_id(const char* path) {
-    std::array<uint8_t, 16> id{};
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return id;
+Expected<std::array<uint8_t, 16>> read_boot_id(const std::string& path) {
+    const std::string fix = " (bootIdFile must name a file holding the kernel's boot id, as " +
+                            std::string(kBootIdPath) + " does)";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return make_error(
+            Code::kIo, "cannot read the boot id from " + path + ": " + std::strerror(errno) + fix);
+    }
     char buf[64] = {};
-    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    const int err = errno;
     ::close(fd);
-    size_t k = 0;
-    for (ssize_t i = 0; i < n && k < 32; ++i) {
-        char c = buf[i];
-        int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-        if (v < 0) continue;
-        id[k / 2] = uint8_t(id[k / 2] | (k % 2 == 0 ? v << 4 : v));
+    if (n < 0) {
+        return make_error(Code::kIo,
+                          "cannot read the boot id from " + path + ": " + std::strerror(err) + fix);
+    }
+    const std::string text(buf, size_t(n));
+    const bool newline_only_after = text.size() == 36 || (text.size() == 37 && text[36] == '\n');
+    std::array<uint8_t, 16> id{};
+    bool well_formed = newline_only_after;
+    for (size_t i = 0, k = 0; well_formed && i < 36; ++i) {
+        const char c = text[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            well_formed = c == '-';
+            continue;
+        }
+        const int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+        well_formed = v >= 0;
+        if (well_formed) id[k / 2] = uint8_t(id[k / 2] | (k % 2 == 0 ? v << 4 : v));
         ++k;
+    }
+    if (!well_formed) {
+        return make_error(Code::kIo, path + " does not hold a boot id" + fix,
+                          std::to_string(text.size()) + " bytes");
     }
     return id;
 }

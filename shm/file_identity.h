@@ -16,9 +16,13 @@ struct FileIdentity {
 };
 
 inline constexpr const char* kBootIdPath = "/proc/sys/kernel/random/boot_id";
-// The boot id (a UUID file, /proc/sys/kernel/random/boot_id by default) as 16 bytes; zeros when
-// unreadable. The path is configurable so tests can simulate a reboot.
-std::array<uint8_t, 16> read_boot_id(const char* path = kBootIdPath);
+// The boot id as 16 bytes, from a file holding it exactly as the kernel writes
+// /proc/sys/kernel/random/boot_id: 36 characters, 8-4-4-4-12 lowercase hex digits and dashes,
+// then at most a newline. The path is configurable (bootIdFile) so tests can simulate a reboot.
+// kIo, naming the file, when it cannot be read or holds anything else: an invocation that does
+// not know the boot must not judge the state to be from another one (it would retire the live
+// state and reclaim every allocation).
+Expected<std::array<uint8_t, 16>> read_boot_id(const std::string& path = kBootIdPath);
 
 // Copies s into a fixed NUL-terminated field; false when it does not fit.
 bool copy_fixed(char* dst, size_t cap, const std::string& s);

@@ -64,7 +64,10 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     if (auto st = shm::make_dirs(s->dir_); !st) return st.error();
     if (auto st = shm::make_dirs(cfg.journal_dir()); !st) return st.error();
     s->journal_ = std::make_unique<shm::Journal>(cfg.journal_dir(), sync_mode_for(cfg));
-    s->boot_id_ = shm::read_boot_id(cfg.boot_id_path.c_str());
+    // Before anything is judged by it: without it, a live index would look like another boot's.
+    auto boot_id = shm::read_boot_id(cfg.boot_id_path);
+    if (!boot_id) return boot_id.error();
+    s->boot_id_ = *boot_id;
     shm::IndexGeometry g{entries_for(cfg), cfg.block_prefix_v4, cfg.block_prefix_v6};
     const std::string index_path = s->dir_ + "/" + shm::IndexFile::kFileName;
     for (int attempt = 0;; ++attempt) {

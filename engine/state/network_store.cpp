@@ -48,7 +48,9 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::s
                                                  shm::SyncMode::kFdatasync);
     s->journal_->set_names_durable_word(&s->index_.header().journal_names_durable);
     s->self_ = shm::current_process();
-    s->boot_id_ = shm::read_boot_id();
+    auto boot_id = shm::read_boot_id();  // stamps the records an operator's release journals
+    if (!boot_id) return boot_id.error();
+    s->boot_id_ = *boot_id;
     s->tool_ = true;
     return s;
 }

@@ -142,6 +142,11 @@ std::vector<BadCase> cases() {
          }},
         {"missing_resolv_conf", 7,
          cfg_edit([](json& j) { j["ipam"]["resolvConf"] = "/nonexistent/resolv.conf"; })},
+        // Review finding A3: without a boot id the live state looked like another boot's.
+        {"boot_id_file_missing", 5,
+         cfg_edit([](json& j) { j["ipam"]["bootIdFile"] = "/nonexistent/boot_id"; })},
+        {"boot_id_file_not_a_boot_id", 5,
+         cfg_edit([](json& j) { j["ipam"]["bootIdFile"] = "/proc/version"; })},
     };
 }
 

@@ -253,5 +253,55 @@ TEST_F(RebuildTest, ARebuildCountsTheDamagedRecordsItSkipped) {
     EXPECT_EQ(addresses("a").size(), 2u) << "undamaged records still rebuild";
 }
 
+// Review finding A3: one invocation that could not read the boot id (a missing file, EMFILE, an
+// LSM denial, a typo in bootIdFile) took the zeros it got for another boot's: it retired the live
+// state, the rebuild reclaimed every allocation, and the next ADD got a live pod's address.
+TEST_F(RebuildTest, AnUnreadableBootIdNeverRetiresOrReclaims) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    const auto a = addresses("a");
+    alloc.reset();
+    store.reset();
+    NetworkConfig unreadable = cfg;
+    unreadable.boot_id_path = dir.sub("no-such-boot-id");
+    auto opened = open_network(unreadable);
+    ASSERT_FALSE(opened) << "an invocation without a boot id must not touch the state";
+    EXPECT_EQ(opened.error().code, Code::kIo);
+    EXPECT_NE(opened.error().msg.find("boot id"), std::string::npos) << opened.error().msg;
+    EXPECT_NE(opened.error().msg.find(unreadable.boot_id_path), std::string::npos);
+    open();
+    EXPECT_FALSE(store->creation().rebuilt) << "the live state was retired";
+    EXPECT_EQ(addresses("a"), a);
+    auto b = alloc->add(testing::add_request("b"));
+    ASSERT_TRUE(b);
+    EXPECT_NE(b->addresses[0].address.to_string(), a[0]);
+    testing::expect_verify_clean(*store);
+}
+
+// The same with a file that is there but does not hold a boot id as the kernel writes it (a
+// bootIdFile naming the wrong file, a truncated copy): the partial parse read it as some other
+// boot's id.
+TEST_F(RebuildTest, AMalformedBootIdNeverRetiresOrReclaims) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    const auto a = addresses("a");
+    alloc.reset();
+    store.reset();
+    for (const char* text :
+         {"", "11111111-2222\n", "not a boot id\n", "11111111-2222-3333-4444-5555555555550\n",
+          "11111111x2222-3333-4444-555555555555\n",
+          "11111111-2222-3333-4444-555555555555\nmore\n"}) {
+        SCOPED_TRACE(std::string("boot id file: \"") + text + "\"");
+        NetworkConfig malformed = cfg;
+        malformed.boot_id_path = dir.sub("malformed-boot-id");
+        testing::write_file(malformed.boot_id_path, text);
+        auto opened = open_network(malformed);
+        ASSERT_FALSE(opened);
+        EXPECT_EQ(opened.error().code, Code::kIo);
+        EXPECT_NE(opened.error().msg.find("boot id"), std::string::npos) << opened.error().msg;
+    }
+    open();
+    EXPECT_FALSE(store->creation().rebuilt) << "the live state was retired";
+    EXPECT_EQ(addresses("a"), a);
+}
+
 }  // namespace
 }  // namespace shmipam::engine
