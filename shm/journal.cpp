@@ -1,15 +1,12 @@
+// The journal's writing side: appends (reserve, write, sync), segment creation, compaction.
+// Reading (listing, scans): journal_scan.cpp.
 #include "shm/journal.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
-#include <optional>
 
 #include "base/fault_point.h"
 #include "shm/atomic_word.h"
@@ -25,11 +22,6 @@ using format::kJournalRecordsPerSegment;
 using format::kJournalSegmentBytes;
 
 namespace {
-
-bool all_zero(const JournalRecord& r) {
-    auto* p = reinterpret_cast<const uint8_t*>(&r);
-    return std::all_of(p, p + sizeof r, [](uint8_t b) { return b == 0; });
-}
 
 Error io_failure(const std::string& what, const std::string& path) {
     return make_error(Code::kIo, what + " " + path + ": " + std::strerror(errno));
@@ -181,153 +173,6 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
     return Ok{};
 }
 
-namespace {
-
-struct Listing {
-    std::vector<uint64_t> segments;
-    std::vector<uint64_t> checkpoints;  // covered values
-};
-
-Expected<Listing> list_journal(const std::string& dir) {
-    Listing out;
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) {
-        if (errno == ENOENT) return out;
-        return make_error(Code::kIo,
-                          "cannot read journal directory " + dir + ": " + std::strerror(errno));
-    }
-    const size_t plen = std::strlen(format::kJournalPrefix);
-    const size_t clen = std::strlen(format::kCheckpointPrefix);
-    while (dirent* ent = ::readdir(d)) {
-        const std::string n = ent->d_name;
-        if (n.size() == plen + 8 && n.compare(0, plen, format::kJournalPrefix) == 0 &&
-            n.find_first_not_of("0123456789", plen) == std::string::npos) {
-            out.segments.push_back(std::stoull(n.substr(plen)));
-        } else if (n.size() == clen + 16 && n.compare(0, clen, format::kCheckpointPrefix) == 0 &&
-                   n.find_first_not_of("0123456789", clen) == std::string::npos) {
-            out.checkpoints.push_back(std::stoull(n.substr(clen)));
-        }
-    }
-    ::closedir(d);
-    std::sort(out.segments.begin(), out.segments.end());
-    std::sort(out.checkpoints.begin(), out.checkpoints.end());
-    return out;
-}
-
-std::string checkpoint_name(uint64_t covered) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%016llu", format::kCheckpointPrefix,
-                  (unsigned long long)covered);
-    return buf;
-}
-
-// Reads a whole file; nullopt when it vanished (a concurrent compaction removed it).
-Expected<std::optional<std::vector<JournalRecord>>> read_records(const std::string& path,
-                                                                 size_t max_records) {
-    FileSystem& fs = file_system();
-    const int fd = fs.open(path, O_RDONLY);
-    if (fd < 0) {
-        if (errno == ENOENT) return std::optional<std::vector<JournalRecord>>();
-        return io_failure("cannot open", path);
-    }
-    std::vector<JournalRecord> buf(max_records);
-    const ssize_t n = fs.pread(fd, buf.data(), max_records * sizeof(JournalRecord), 0);
-    const int err = errno;
-    fs.close(fd);
-    errno = err;
-    if (n < 0) return io_failure("cannot read", path);
-    buf.resize(size_t(n) / sizeof(JournalRecord));  // a torn tail record is dropped
-    return std::optional<std::vector<JournalRecord>>(std::move(buf));
-}
-
-}  // namespace
-
-Expected<uint64_t> Journal::checkpoint_covered(const std::string& dir) {
-    auto listing = list_journal(dir);
-    if (!listing) return listing.error();
-    return listing->checkpoints.empty() ? 0 : listing->checkpoints.back();
-}
-
-std::vector<JournalRecord> Journal::newest_per_address(const std::vector<JournalRecord>& records) {
-    std::map<std::pair<uint8_t, std::array<uint8_t, 16>>, const JournalRecord*> latest;
-    for (const JournalRecord& r : records) {
-        std::array<uint8_t, 16> a{};
-        std::memcpy(a.data(), r.address, a.size());
-        const JournalRecord*& cur = latest[{r.family, a}];
-        if (cur == nullptr || r.slot_gen > cur->slot_gen ||
-            (r.slot_gen == cur->slot_gen && r.sequence > cur->sequence)) {
-            cur = &r;
-        }
-    }
-    std::vector<JournalRecord> out;
-    out.reserve(latest.size());
-    for (const auto& [key, r] : latest) out.push_back(*r);
-    return out;
-}
-
-Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t below,
-                                            const DamageReporter& report) {
-    for (int attempt = 0; attempt < 5; ++attempt) {
-        auto listing = list_journal(dir);
-        if (!listing) return listing.error();
-        ScanResult out;
-        bool vanished = false;
-        if (!listing->checkpoints.empty()) {
-            const uint64_t covered = listing->checkpoints.back();
-            const std::string path = dir + "/" + checkpoint_name(covered);
-            struct stat sb {};
-            const size_t max =
-                ::stat(path.c_str(), &sb) == 0 ? size_t(sb.st_size) / sizeof(JournalRecord) : 0;
-            auto recs = read_records(path, max);
-            if (!recs && !report) return recs.error();
-            if (!recs) {
-                report({path, recs.error().msg});
-            } else if (!*recs) {
-                vanished = true;
-            } else {
-                for (const JournalRecord& r : **recs) {
-                    if (r.sequence < covered && record_valid(r, r.sequence)) {
-                        out.records.push_back(r);
-                    } else {
-                        ++out.invalid;
-                    }
-                }
-                out.next_sequence = covered;
-            }
-        }
-        for (uint64_t seg : listing->segments) {
-            if (vanished || seg * kJournalRecordsPerSegment >= below) break;
-            const std::string path = dir + "/" + segment_name(seg);
-            auto recs = read_records(path, kJournalRecordsPerSegment);
-            if (!recs && !report) return recs.error();
-            if (!recs) {
-                report({path, recs.error().msg});
-                continue;
-            }
-            if (!*recs) {
-                vanished = true;
-                break;
-            }
-            ++out.segments;
-            // A truncated segment reads short: the slots past its end are simply empty.
-            for (uint64_t k = 0; k < (**recs).size(); ++k) {
-                const JournalRecord& r = (**recs)[k];
-                if (all_zero(r)) continue;
-                const uint64_t seq = seg * kJournalRecordsPerSegment + k;
-                if (seq >= below) break;
-                if (!record_valid(r, seq)) {
-                    ++out.invalid;
-                    continue;
-                }
-                out.records.push_back(r);
-                out.next_sequence = std::max(out.next_sequence, seq + 1);
-            }
-        }
-        if (!vanished) return out;
-    }
-    return make_error(Code::kTryAgainLater, "the journal kept changing while it was read", dir);
-}
-
 Status Journal::compact(const std::string& dir, uint64_t covered,
                         const std::vector<JournalRecord>& records, bool sync) {
     if (covered < kJournalRecordsPerSegment) return Ok{};  // nothing a checkpoint would free
@@ -343,7 +188,7 @@ Status Journal::compact(const std::string& dir, uint64_t covered,
         if (auto st = fsync_dir(dir); !st) return st;
     }
     SHMIPAM_FAULT("checkpoint.after_publish");
-    auto listing = list_journal(dir);
+    auto listing = list(dir);
     if (!listing) return listing.error();
     // A failed unlink leaves an extra file, which the next compaction removes: not an error.
     for (uint64_t seg : listing->segments) {

@@ -86,7 +86,16 @@ class Journal {
     static Status compact(const std::string& dir, uint64_t covered,
                           const std::vector<format::JournalRecord>& records, bool sync);
 
+    // The segment numbers and checkpoints (by what they cover) in dir, each ascending; empty
+    // when there is no journal. kIo when the directory cannot be read.
+    struct Listing {
+        std::vector<uint64_t> segments;
+        std::vector<uint64_t> checkpoints;
+    };
+    static Expected<Listing> list(const std::string& dir);
+
     static std::string segment_name(uint64_t segment);
+    static std::string checkpoint_name(uint64_t covered);
     // Why a record read at `expected_sequence` is not valid ("" when it is): the CRC, the op,
     // the family, the sequence, checked in that order. shmipamctl dump-file shows it.
     static std::string record_damage(const format::JournalRecord& r, uint64_t expected_sequence);

@@ -68,7 +68,10 @@ class Allocator {
                                                               bool dry_run);
 
   private:
-    // The addresses of the entry, read consistently with its state being entry_word.
+    // Whether a's slot is ALLOCATED to (entry_index, tenancy).
+    bool slot_owned_by(const IpAddress& a, uint64_t entry_index, uint16_t tenancy);
+    // The addresses of the entry, read consistently with its state being entry_word; 11 when a
+    // slot it names is not its own.
     Expected<std::vector<AllocatedAddress>> describe(uint64_t entry_index, uint64_t entry_word);
     Expected<std::vector<std::optional<IpAddress>>> map_requests(
         const std::vector<IpAddress>& requested);

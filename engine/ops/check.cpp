@@ -4,12 +4,20 @@
 #include "engine/ops/lease_guard.h"
 #include "engine/policy/next_fit.h"
 #include "engine/slots/entry_fields.h"
+#include "engine/slots/slot_ops.h"
 #include "shm/atomic_word.h"
 
 namespace shmipam::engine {
 
 using format::EntryState;
 using shm::EntryWord;
+
+bool Allocator::slot_owned_by(const IpAddress& a, uint64_t entry_index, uint16_t tenancy) {
+    auto block = store_.block_for(a, false);
+    if (!block || *block == nullptr) return false;
+    const uint64_t w = slot_ops::load_state(**block, store_.slot_of(a));
+    return shm::SlotWord::decode(w).owned_by(entry_index, tenancy);
+}
 
 Expected<std::vector<AllocatedAddress>> Allocator::describe(uint64_t entry_index,
                                                             uint64_t entry_word) {
@@ -38,6 +46,13 @@ Expected<std::vector<AllocatedAddress>> Allocator::describe(uint64_t entry_index
             return make_error(Code::kInvalidConfig,
                               "the attachment holds " + aa.address.to_string() +
                                   ", which is outside every configured range");
+        }
+        // Answer only addresses whose slot is this tenancy's: an entry that names a slot it does
+        // not own (a release half done, review A2) must never be described as holding it.
+        if (!slot_owned_by(aa.address, entry_index, EntryWord::decode(entry_word).gen)) {
+            return make_error(Code::kTryAgainLater,
+                              "the attachment's address " + aa.address.to_string() +
+                                  " is not held by it: a release or a repair is in progress");
         }
         out.push_back(aa);
     }

@@ -31,7 +31,7 @@ Allocator::Released Allocator::release_entry(uint64_t entry_index, uint64_t word
     uint64_t releasing = 0;
     if (!index.begin_release({entry_index, word}, lease, &releasing)) return Released::kChanged;
     SHMIPAM_FAULT("del.after_entry_release");
-    if (!complete_release(store_, entry_index, releasing)) return Released::kIo;
+    if (!complete_release(store_, entry_index, releasing, ReleaseBy::kOwner)) return Released::kIo;
     shm::bump_counter(store_.index().header().dels);
     return Released::kDone;
 }

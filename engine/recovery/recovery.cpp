@@ -104,7 +104,8 @@ bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_w
     });
 }
 
-bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word) {
+bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word,
+                      ReleaseBy by) {
     const EntryWord ew = EntryWord::decode(entry_word);
     if (shm::load_word(store.index().entry(entry_index).state) != entry_word) return true;
     const RefSnapshot refs = snapshot_refs(store, entry_index);
@@ -164,7 +165,14 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
     }
     if (!store.append_journal(records)) {
         // Not journaled, so not released: a release may only complete once its record is
-        // durable. Undo it (nothing was published as free) and let the caller report the error.
+        // durable. Only the live owner of the release undoes it, and only while every slot of
+        // the tenancy is still RELEASING in its name (nothing was published as free). A healer
+        // never does: the dead releaser may have journaled and cooled some slots already, and
+        // recommitting the entry would make it name a slot that anyone may claim (review A2).
+        // The release then stays pending and the next healer finishes it.
+        size_t held = 0;
+        for (const auto& ref : refs) held += ref.family == 4 || ref.family == 6;
+        if (by == ReleaseBy::kHealer || slots.size() != held) return false;
         for (const auto& r : slots) {
             uint64_t w = r.word;
             shm::cas_word(r.block->slot(r.slot).state, w,

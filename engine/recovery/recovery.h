@@ -13,8 +13,8 @@
 
 #include "engine/slots/slot_scanner.h"
 #include "engine/state/network_store.h"
-#include "shm/lease_table.h"
 #include "shm/codec.h"
+#include "shm/lease_table.h"
 
 namespace shmipam::engine {
 
@@ -28,11 +28,18 @@ namespace shmipam::engine {
 bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_word,
                      bool alloc_may_be_journaled = true);
 
+// Who completes a release: the DEL (or operator release) that began it, alive, or a healer of
+// one whose holder is gone.
+enum class ReleaseBy { kOwner, kHealer };
+
 // Complete a release observed as `entry_word` (RELEASING): every slot of this tenancy goes to
 // RELEASING, the releases are journaled, the slots go to COOLING, the entry is retired. False
-// when a block could not be opened, or when the journal could not be written: then the release
-// is undone (slots ALLOCATED, entry COMMITTED again) since it may only complete once journaled.
-bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word);
+// when a block could not be opened, or when the journal could not be written. Then the owner
+// undoes its release (slots ALLOCATED, entry COMMITTED again) if every slot is still RELEASING
+// in its name; otherwise, and always for a healer, the release stays pending for the next
+// healer (a release may only complete once journaled, and may only be undone whole).
+bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_word,
+                      ReleaseBy by = ReleaseBy::kHealer);
 
 // Whether the holder of lease (index, low 16 bits of its generation) is gone: the lease was
 // freed or passed on, or its holder is dead (then its work is recovered and the lease freed).

@@ -146,5 +146,19 @@ TEST_F(HealingTest, ARequestForAnAddressMidClaimByALiveInvocationIsTryAgain) {
     store->index().leases().release(lease);
 }
 
+// The safety net under review finding A2: whatever left a committed entry naming a slot that is
+// not its own (here the slot simply freed under it), CHECK and a repeated ADD answer 11 instead
+// of an address someone else may hold.
+TEST_F(HealingTest, ACheckNeverAnswersAnAddressItsAttachmentDoesNotOwn) {
+    ASSERT_EQ(testing::first_address(alloc->add(testing::add_request("t"))), "10.8.0.2");
+    ASSERT_TRUE(slot_ops::roll_back(block(), 2, slot_ops::load_state(block(), 2)));
+    auto check = alloc->addresses_of({"t", "eth0"});
+    ASSERT_FALSE(check);
+    EXPECT_EQ(check.error().code, Code::kTryAgainLater);
+    auto repeated = alloc->add(testing::add_request("t"));
+    ASSERT_FALSE(repeated);
+    EXPECT_EQ(repeated.error().code, Code::kTryAgainLater);
+}
+
 }  // namespace
 }  // namespace shmipam::engine

@@ -9,7 +9,12 @@
 #include <map>
 #include <optional>
 
+#include "base/clock.h"
+#include "engine/recovery/recovery.h"
+#include "engine/slots/attachment_index.h"
+#include "engine/slots/slot_ops.h"
 #include "engine/state/journal_compaction.h"
+#include "engine/state/journal_records.h"
 #include "tests/support/faulty_file_system.h"
 #include "tests/support/network_fixture.h"
 
@@ -173,6 +178,74 @@ TEST(StorageFaultsJournal, AnUnlinkThatFailsDuringCompactionLeavesAReadableJourn
     ASSERT_EQ(newest.size(), 2u);
     EXPECT_EQ(newest[0].address[3], 0);
     EXPECT_EQ(newest[1].address[3], 7);
+}
+
+// Review finding A2: a DEL whose process died after it had journaled its releases and cooled
+// one slot left the other slot RELEASING. A healer that could not journal then undid the release:
+// the other slot back to ALLOCATED and the entry COMMITTED again, with a ref to the slot that
+// was COOLING (free to claim). CHECK and a repeated ADD of `a` answered that address, and an ADD
+// of `b` got it too: two owners.
+TEST_F(StorageFaults, AHealerThatCannotJournalNeverRecommitsAPartlyCooledRelease) {
+    auto a = alloc->add(testing::add_request("a"));
+    ASSERT_TRUE(a);
+    const IpAddress x1 = a->addresses[0].address, x2 = a->addresses[1].address;
+    // What the dead DEL left: the entry RELEASING in its lease's name, both RELEASE records
+    // durable (a release is journaled before any slot cools), x1 COOLING, x2 RELEASING.
+    AttachmentIndex idx(store->index(), nullptr);
+    const Fingerprint fp = fingerprint("a", "eth0");
+    const EntryRef e = idx.find(fp).at(0);
+    auto lease = *store->index().leases().acquire(store->self());
+    store->index().leases().set_target(lease, e.index, shm::EntryWord::decode(e.word).gen);
+    uint64_t releasing_entry = 0;
+    ASSERT_TRUE(idx.begin_release(e, lease, &releasing_entry));
+    const shm::EntryWord ew = shm::EntryWord::decode(releasing_entry);
+    std::vector<format::JournalRecord> records;
+    uint64_t releasing_slot[2] = {};
+    for (int k = 0; k < 2; ++k) {
+        const IpAddress& x = k == 0 ? x1 : x2;
+        shm::BlockFile& b = **store->block_for(x, false);
+        const uint64_t i = store->slot_of(x);
+        const uint64_t w = slot_ops::load_state(b, i);
+        ASSERT_TRUE(
+            slot_ops::begin_release(b, i, w, ew.lease_index, ew.lease_gen, &releasing_slot[k]));
+        records.push_back(make_record(format::JournalOp::kRelease, x, store->block_prefix(x.family),
+                                      size_t(k), shm::SlotWord::decode(w).gen + 2, fp,
+                                      {"a", "eth0", "", 0, 1}, store->boot_id(), 1));
+    }
+    ASSERT_TRUE(store->append_journal(records));
+    ASSERT_TRUE(slot_ops::finish_release(**store->block_for(x1, false), store->slot_of(x1),
+                                         releasing_slot[0], base::boot_ns()));
+    store->index().leases().release(lease);  // the DEL's process is gone
+    // A healer finds it, and the journal cannot be written.
+    faulty.fs.fail(FsCall::kWrite, 1, EIO, /*from_then_on=*/true);
+    heal_entry_if_orphaned(*store, e.index, releasing_entry);
+    EXPECT_FALSE(alloc->addresses_of({"a", "eth0"})) << "the release was undone: a recommitted";
+    // The disk works again. b asks for x1, which a's DEL released durably: b gets it, and a
+    // holds nothing (its release is completed by whoever comes next).
+    faulty.fs.restore();
+    auto b = alloc->add(testing::add_request("b", "eth0", {x1.to_string()}));
+    ASSERT_TRUE(b) << b.error().msg;
+    ASSERT_TRUE(alloc->del({"a", "eth0"}));
+    EXPECT_FALSE(alloc->addresses_of({"a", "eth0"}));
+    testing::expect_verify_clean(*store);
+}
+
+// The owner's side of the same rule: a live DEL that cannot journal undoes its own release
+// whole (every slot still RELEASING in its name), so the attachment keeps both addresses and
+// the runtime's retry of the DEL finds it.
+TEST_F(StorageFaults, ADelThatCannotJournalKeepsTheAttachmentWhole) {
+    auto a = alloc->add(testing::add_request("a"));
+    ASSERT_TRUE(a);
+    faulty.fs.fail(FsCall::kWrite, 1, EIO, /*from_then_on=*/true);
+    auto del = alloc->del({"a", "eth0"});
+    ASSERT_FALSE(del);
+    EXPECT_EQ(del.error().code, Code::kIo);
+    faulty.fs.restore();
+    EXPECT_EQ(held_by(*alloc, "a"), printed(*a));
+    testing::expect_verify_clean(*store);
+    ASSERT_TRUE(alloc->del({"a", "eth0"}));
+    EXPECT_TRUE(held_by(*alloc, "a").empty());
+    testing::expect_verify_clean(*store);
 }
 
 // Power cuts: one run of ADDs and DELs that crosses into a new journal segment and compacts the
