@@ -20,6 +20,7 @@ IndexFiller fill_new_index(const NetworkConfig& cfg) {
             out.reclaimed_after_reboot = stats->reclaimed_after_reboot;
             out.skipped_records = scan.invalid;
             out.newest = std::move(stats->newest);
+            out.to_journal = std::move(stats->superseded);
             return out;
         }
         if (auto st = import_host_local(cfg, aside, open_block, boot_id, &out.to_journal); !st) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "engine/policy/next_fit.h"
 #include "engine/slots/entry_fields.h"
@@ -23,15 +24,35 @@ Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
     std::map<size_t, const JournalRecord*> last_alloc_in_set;    // for the cursors
     const uint64_t reuse_ns = cfg.reuse_delay_ms * 1'000'000;
     stats.newest = shm::Journal::newest_per_address(scan.records);
+    auto reclaimed = [&](const JournalRecord& r) {
+        return cfg.reclaim_on_reboot && std::memcmp(r.boot_id, boot_id.data(), 16) != 0;
+    };
+    // One address per attachment and range set: the newest ALLOC (journal order) wins. Two live
+    // ALLOCs of one attachment in one set happen when an ADD's ALLOC was written and its
+    // ROLLBACK was not (the append failed), and the runtime's retry got another address. The
+    // older one is freed, and its ROLLBACK journaled now, so that no later rebuild gives it back.
+    std::map<std::tuple<uint64_t, uint64_t, uint8_t>, const JournalRecord*> newest_alloc;
+    for (const JournalRecord& r : stats.newest) {
+        if (JournalOp(r.op) != JournalOp::kAlloc || reclaimed(r)) continue;
+        const JournalRecord*& cur = newest_alloc[{r.fp1, r.fp2, r.range_set}];
+        if (cur == nullptr || r.sequence > cur->sequence) cur = &r;
+    }
     for (const JournalRecord& winner : stats.newest) {
         const JournalRecord* r = &winner;
         const IpAddress a = record_address(*r);
         const auto op = JournalOp(r->op);
         if (op == JournalOp::kAlloc) {
-            const bool same_boot = std::memcmp(r->boot_id, boot_id.data(), 16) == 0;
-            if (!same_boot && cfg.reclaim_on_reboot) {
+            if (reclaimed(*r)) {
                 ++stats.reclaimed_after_reboot;
                 builder.set_slot(a, r->block_prefix, r->slot_gen, false, 0);
+                continue;
+            }
+            if (newest_alloc.at({r->fp1, r->fp2, r->range_set}) != r) {
+                builder.set_slot(a, r->block_prefix, r->slot_gen, false, 0);
+                JournalRecord rollback = *r;
+                rollback.op = uint8_t(JournalOp::kRollback);
+                rollback.slot_gen = r->slot_gen + 1;
+                stats.superseded.push_back(rollback);
                 continue;
             }
             const Fingerprint fp{r->fp1, r->fp2};

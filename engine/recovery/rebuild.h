@@ -28,6 +28,9 @@ struct RebuildStats {
     size_t addresses = 0;
     size_t reclaimed_after_reboot = 0;
     size_t cooling = 0;
+    // ROLLBACKs of ALLOCs an attachment's newer ALLOC in the same range set superseded (their
+    // addresses are free in the rebuilt state): to be journaled before it is published.
+    std::vector<format::JournalRecord> superseded;
 };
 
 Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,

@@ -29,7 +29,8 @@ struct FilledIndex {
     size_t skipped_records = 0;  // damaged records the rebuild could not use
     // A rebuild's winning record of every address: the checkpoint its creator publishes.
     std::vector<format::JournalRecord> newest;
-    // Allocations that exist nowhere in the journal yet (imports): journaled before publishing.
+    // Records to journal before publishing: allocations that exist nowhere in the journal yet
+    // (imports), or a rebuild's ROLLBACKs of superseded allocations.
     std::vector<format::JournalRecord> to_journal;
 };
 

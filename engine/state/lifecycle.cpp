@@ -163,7 +163,10 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
                 aside.header().rebuild_skipped_records = filled->skipped_records;
                 pending_checkpoint_ = std::move(filled->newest);
                 pending_covered_ = scan->next_sequence;
-                return Ok{};
+                // Past what the checkpoint will cover, so compaction keeps them.
+                if (filled->to_journal.empty()) return Ok{};
+                return journal_->append(aside.header().journal_tail, filled->to_journal,
+                                        shm::JournalIntent{});
             }
             creation_.imported = filled->to_journal.size();
             if (filled->to_journal.empty()) return Ok{};

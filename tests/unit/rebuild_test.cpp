@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "engine/state/journal_records.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
@@ -301,6 +302,37 @@ TEST_F(RebuildTest, AMalformedBootIdNeverRetiresOrReclaims) {
     open();
     EXPECT_FALSE(store->creation().rebuilt) << "the live state was retired";
     EXPECT_EQ(addresses("a"), a);
+}
+
+// Review finding A7: an ADD's ALLOC was written and its ROLLBACK was not (the append failed);
+// the runtime's retry got another address. A rebuild kept the lower address in the attachment's
+// ref, not the newest: CHECK answered the address the pod no longer used, DEL released that one,
+// and the newer stayed allocated to an attachment that was gone.
+TEST_F(RebuildTest, AReplayedAttachmentKeepsItsNewestAddressPerRangeSet) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    const auto first = addresses("a");
+    ASSERT_EQ(first[0], "10.60.0.2");
+    // The retry's ALLOC, newer in the journal, of another address in range set 0.
+    const IpAddress retry = *IpAddress::parse("10.60.0.5");
+    format::JournalRecord r =
+        make_record(format::JournalOp::kAlloc, retry, 24, 0, 1, fingerprint("a", "eth0"),
+                    {"a", "eth0", "", 0, 1}, store->boot_id(), 2);
+    ASSERT_TRUE(store->append_journal({&r, 1}));
+    lose_arena();
+    open();
+    EXPECT_EQ(addresses("a"), (std::vector<std::string>{"10.60.0.5", first[1]}));
+    testing::expect_verify_clean(*store);
+    // The superseded address is free, and stays free through the next rebuilds: DEL a, and
+    // nothing comes back.
+    ASSERT_TRUE(alloc->del({"a", "eth0"}));
+    lose_arena();
+    open();
+    EXPECT_TRUE(addresses("a").empty());
+    auto d = dump(*store);
+    ASSERT_TRUE(d);
+    for (const auto& slot : d->slots)
+        EXPECT_NE(slot.state, "allocated") << slot.address.to_string();
+    testing::expect_verify_clean(*store);
 }
 
 }  // namespace
