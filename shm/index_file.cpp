@@ -1,11 +1,15 @@
 #include "shm/index_file.h"
 
+#include <fcntl.h>
+
+#include <cerrno>
 #include <cstring>
 #include <random>
 
 #include "base/clock.h"
 #include "shm/atomic_word.h"
 #include "shm/crc32c.h"
+#include "shm/file_system.h"
 #include "shm/layout_fingerprint.h"
 
 namespace shmipam::shm {
@@ -67,7 +71,17 @@ Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const Inde
         return prefill(aside);
     });
     if (!created) return created.error();
-    return open_existing(dir + "/" + kFileName, Access::kReadWrite, &who);
+    const std::string path = dir + "/" + kFileName;
+    auto index = open_existing(path, Access::kReadWrite, &who);
+    if (!index && index.error().code == Code::kIo && !file_exists(path)) {
+        // Published (by us or a racing creator) and removed again before we mapped it: another
+        // invocation retired it. The state is being replaced, not failing.
+        return make_error(Code::kTryAgainLater,
+                          "the network's state is being replaced (its index vanished while it "
+                          "was opened): try again",
+                          index.error().msg);
+    }
+    return index;
 }
 
 Expected<IndexFile> IndexFile::open_existing(const std::string& path, Access access,
@@ -78,6 +92,22 @@ Expected<IndexFile> IndexFile::open_existing(const std::string& path, Access acc
     f.map_ = std::move(*mapped);
     if (auto st = f.bind(f.map_.data(), f.map_.size(), path, who); !st) return st.error();
     return f;
+}
+
+Expected<std::optional<uint64_t>> IndexFile::epoch_at(const std::string& path) {
+    FileSystem& fs = file_system();
+    const int fd = fs.open(path, O_RDONLY);
+    if (fd < 0) {
+        if (errno == ENOENT) return std::optional<uint64_t>();
+        return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+    }
+    IndexHeader h{};
+    const ssize_t n = fs.pread(fd, &h, sizeof h, 0);
+    fs.close(fd);
+    if (n != ssize_t(sizeof h) || std::memcmp(h.magic, format::kIndexMagic, 8) != 0) {
+        return make_error(Code::kArenaDamaged, "not a readable index: " + path);
+    }
+    return std::optional<uint64_t>(h.epoch);
 }
 
 Status IndexFile::bind(std::byte* base, size_t size, const std::string& path,

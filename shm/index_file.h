@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -37,6 +38,9 @@ class IndexFile {
                                              const FileIdentity* who);
 
     static size_t file_bytes_for(const IndexGeometry& g);
+    // The epoch of the index file at `path` now (read from its header, not mapped); nullopt when
+    // there is none. Removers compare it with their own before they unlink the name.
+    static Expected<std::optional<uint64_t>> epoch_at(const std::string& path);
 
     format::IndexHeader& header() const { return *header_; }
     format::Entry& entry(uint64_t i) const { return entries_[i]; }

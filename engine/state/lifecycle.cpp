@@ -7,6 +7,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -15,6 +16,7 @@
 #include "engine/state/config_display.h"
 #include "engine/state/network_store.h"
 #include "shm/atomic_word.h"
+#include "shm/dir_lock.h"
 #include "shm/file_system.h"
 
 namespace shmipam::engine {
@@ -70,16 +72,25 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     s->boot_id_ = *boot_id;
     shm::IndexGeometry g{entries_for(cfg), cfg.block_prefix_v4, cfg.block_prefix_v6};
     const std::string index_path = s->dir_ + "/" + shm::IndexFile::kFileName;
+    // The index may vanish between our looks (retired and removed by another invocation): a
+    // state being replaced, not an I/O failure. Look again; past a few tries, answer 11.
     for (int attempt = 0;; ++attempt) {
         if (!shm::file_exists(index_path)) {
-            if (auto st = s->create_index(cfg, g, fill); !st) return st.error();
+            if (auto st = s->create_index(cfg, g, fill); !st) {
+                if (st.error().code == Code::kTryAgainLater && attempt < 3) continue;
+                return st.error();
+            }
         }
         auto index = shm::IndexFile::open_existing(index_path, shm::Access::kReadWrite, &s->who_);
         if (!index) {
-            if (index.error().code == Code::kIo && !shm::file_exists(index_path) && attempt < 3) {
-                continue;  // retired and removed between our two looks: rebuild
+            if (index.error().code != Code::kIo || shm::file_exists(index_path)) {
+                return index.error();
             }
-            return index.error();
+            if (attempt < 3) continue;  // retired and removed between our two looks: rebuild
+            return make_error(Code::kTryAgainLater,
+                              "the network's state is being replaced (its index vanished while "
+                              "it was opened): try again",
+                              index.error().msg);
         }
         s->index_ = std::move(*index);
         // An index from another boot (a run directory that is not tmpfs survived a reboot) holds
@@ -122,10 +133,27 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     return s;
 }
 
+namespace {
+
+// How long a remover waits for another one's check-and-unlink (microseconds of work).
+constexpr std::chrono::milliseconds kRemoverLockWait{2000};
+
+}  // namespace
+
+bool NetworkStore::index_at_path_is_ours() {
+    auto at_path = shm::IndexFile::epoch_at(dir_ + "/" + shm::IndexFile::kFileName);
+    return at_path && at_path->has_value() && **at_path == index_.header().epoch;
+}
+
 void NetworkStore::remove_retired_index() {
     // Only a retired index is ever removed, and unlinking is safe under processes that map it:
-    // their mappings stay valid, and they see the retired flag at their next check.
+    // their mappings stay valid, and they see the retired flag at their next check. Removed only
+    // if the name still names *this* index, checked and unlinked under the directory lock: a
+    // late remover must never unlink the index a rebuild has published since (review A1). A
+    // remover that cannot get the lock leaves the file for the next one.
     if (!index_.retired()) return;
+    auto lock = shm::DirLock::acquire(dir_, kRemoverLockWait);
+    if (!lock || !index_at_path_is_ours()) return;
     shm::file_system().unlink(dir_ + "/" + shm::IndexFile::kFileName);
 }
 
@@ -183,6 +211,12 @@ void NetworkStore::remove_blocks_of_other_epochs() {
     // Blocks of an index that no longer exists (before a rebuild) or that lost the race to be
     // published: nobody will ever map them again by name. Unlinking is safe even if a process
     // still maps one (its mapping stays valid; it is of a retired state).
+    // Only while our index is the one the name points to, under the directory lock (which keeps
+    // it so: a new index can only be published once a remover has unlinked ours): a creator
+    // whose index was replaced meanwhile would otherwise remove its successor's blocks, and the
+    // successor's allocations with them (review A1).
+    auto lock = shm::DirLock::acquire(dir_, kRemoverLockWait);
+    if (!lock || !index_at_path_is_ours()) return;
     DIR* d = ::opendir(dir_.c_str());
     if (d == nullptr) return;
     char mine[32];

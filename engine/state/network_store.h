@@ -83,6 +83,10 @@ class NetworkStore final : public BlockMap {
     // Retires the network's state (a damaged block was found): marks the index retired, removes
     // it, and returns the error to answer (code 11: the next invocation rebuilds).
     Error retire(const std::string& why);
+    // Removes block files of other epochs (earlier indexes, creators that lost the race to
+    // publish), only while this store's index is the current one. open() calls it after
+    // creating an index; public for the test of a stale creator's cleanup.
+    void remove_blocks_of_other_epochs();
     bool retired() { return index_.retired(); }
 
   private:
@@ -103,8 +107,9 @@ class NetworkStore final : public BlockMap {
 
     Status create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g,
                         const IndexFiller& fill);
-    void remove_blocks_of_other_epochs();
     void remove_retired_index();
+    // Whether <dir>/index is, now, the index this store maps (its epoch).
+    bool index_at_path_is_ours();
     bool tool_ = false;  // opened by shmipamctl: report damage, never act on it by itself
     const shm::LeaseHandle* active_lease_ = nullptr;  // the lease journal appends name
     bool compaction_due_ = false;

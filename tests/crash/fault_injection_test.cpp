@@ -83,8 +83,12 @@ TEST_P(FaultInjection, NothingIsLostDuplicatedOrStuck) {
         config = cfg.dump();
     }
 
-    if (!on_create) ASSERT_EQ(plugin("ADD", "before").exit_code, 0);
-    if (on_del) ASSERT_EQ(plugin("ADD", "victim").exit_code, 0);
+    if (!on_create) {
+        ASSERT_EQ(plugin("ADD", "before").exit_code, 0);
+    }
+    if (on_del) {
+        ASSERT_EQ(plugin("ADD", "victim").exit_code, 0);
+    }
     if (on_checkpoint) {
         // More than a segment of journal (2 records per dual-stack ADD or DEL), then a lost
         // arena: the victim rebuilds, publishes, and dies compacting.

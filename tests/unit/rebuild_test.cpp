@@ -3,6 +3,7 @@
 #include "engine/recovery/rebuild.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -333,6 +334,40 @@ TEST_F(RebuildTest, AReplayedAttachmentKeepsItsNewestAddressPerRangeSet) {
     for (const auto& slot : d->slots)
         EXPECT_NE(slot.state, "allocated") << slot.address.to_string();
     testing::expect_verify_clean(*store);
+}
+
+// Review finding A1: processes P and Q both mapped a retired index E1. P unlinked it, a rebuild
+// published E2, and Q, late, unlinked "index" by name: E2. The next invocation built E3 while
+// processes holding E2 went on allocating there: one address handed out from two arenas. The
+// block variant: a creator whose E1 had been replaced removed "blocks of other epochs": E2's,
+// and every allocation in them with it.
+TEST_F(RebuildTest, ALateRemoverNeverUnlinksANewerIndex) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    alloc.reset();
+    std::unique_ptr<NetworkStore> late = std::move(store);
+    const std::string index_path = cfg.state_dir() + "/" + shm::IndexFile::kFileName;
+    late->index().retire();
+    ASSERT_EQ(::unlink(index_path.c_str()), 0);  // P, on time
+    open();                                      // E2, rebuilt
+    ASSERT_TRUE(store->creation().rebuilt);
+    auto p = alloc->add(testing::add_request("p"));
+    ASSERT_TRUE(p);
+    (void)late->retire("late");  // Q, late
+    EXPECT_TRUE(std::filesystem::exists(index_path)) << "the late remover unlinked E2";
+    EXPECT_FALSE(store->retired());
+    late->remove_blocks_of_other_epochs();  // a stale creator's cleanup
+    // A newcomer maps E2, with its blocks: p is held, and q gets another address.
+    auto newcomer = testing::open_store(cfg);
+    ASSERT_NE(newcomer, nullptr);
+    EXPECT_FALSE(newcomer->creation().created) << "E3 was built beside E2";
+    Allocator other(*newcomer, cfg);
+    auto held = other.addresses_of({"p", "eth0"});
+    ASSERT_TRUE(held) << held.error().msg;
+    EXPECT_EQ(held->at(0).address, p->addresses[0].address);
+    auto q = other.add(testing::add_request("q"));
+    ASSERT_TRUE(q);
+    EXPECT_NE(q->addresses[0].address, p->addresses[0].address);
+    testing::expect_verify_clean(*newcomer);
 }
 
 }  // namespace

@@ -248,6 +248,21 @@ TEST_F(StorageFaults, ADelThatCannotJournalKeepsTheAttachmentWhole) {
     testing::expect_verify_clean(*store);
 }
 
+// Review, issue "never two owners": during a rebuild race a first ADD answered code 5 ("cannot
+// stat .../index: No such file or directory") where the state was merely being replaced. Here
+// every publication of a new index "loses" to one that is gone by the time it is mapped.
+TEST_F(StorageFaults, AnIndexThatVanishesWhileItIsOpenedIsTryAgainNotAnIoError) {
+    NetworkConfig fresh = cfg;
+    fresh.name = "fresh";
+    faulty.fs.fail(FsCall::kLink, 1, EEXIST, /*from_then_on=*/true);
+    auto opened = open_network(fresh);
+    ASSERT_FALSE(opened);
+    EXPECT_EQ(opened.error().code, Code::kTryAgainLater) << opened.error().msg;
+    faulty.fs.restore();
+    auto again = open_network(fresh);
+    ASSERT_TRUE(again) << again.error().msg;
+}
+
 // Power cuts: one run of ADDs and DELs that crosses into a new journal segment and compacts the
 // journal (journalMaxSegments 1), cut at each of its file-system calls in turn. At the cut the
 // operation in flight fails (its process would never answer), what was not synced is dropped and
