@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "base/clock.h"
 #include "base/fault_point.h"
 #include "engine/ops/allocator.h"
 #include "engine/ops/lease_guard.h"
@@ -19,7 +20,7 @@ using shm::EntryWord;
 namespace {
 
 // How long a DEL waits for a concurrent ADD or DEL of the same attachment to finish.
-constexpr int kBusyWaitMs = 2000;
+constexpr uint64_t kBusyWaitNs = 2'000'000'000;  // then 11: the runtime retries
 
 }  // namespace
 
@@ -43,10 +44,14 @@ Status Allocator::del(const AttachmentKey& key) {
     reap_dead_leases(store_);
     const Fingerprint fp = fingerprint(key.container_id, key.ifname);
     AttachmentIndex index = make_index(store_);
-    for (int pass = 0; pass < kBusyWaitMs; ++pass) {
+    const uint64_t deadline = base::boot_ns() + kBusyWaitNs;
+    for (int pass = 0; base::boot_ns() < deadline; ++pass) {
         bool busy = false;
         bool changed = false;
-        for (const EntryRef& e : index.find(fp)) {
+        // An entry of a live ADD not yet stamped may be this attachment's: busy, never absent
+        // (answering success here would let that ADD commit after the runtime's DEL).
+        bool unsettled = false;
+        for (const EntryRef& e : index.find(fp, &unsettled)) {
             const EntryWord w = EntryWord::decode(e.word);
             if (w.state == EntryState::kCommitted) {
                 const Released r = release_entry(e.index, e.word, lease.handle());
@@ -66,6 +71,7 @@ Status Allocator::del(const AttachmentKey& key) {
         // A release journaled on a retired state may have missed the rebuild: say so, and the
         // runtime's retry finds the attachment (or nothing) in the new state.
         if (store_.retired()) return retired_error();
+        if (unsettled) busy = true;
         if (!busy && !changed) return Ok{};
         if (busy || pass > 8) usleep(1000);  // look again, politely
     }
@@ -149,14 +155,25 @@ Expected<std::vector<ReleasedAttachment>> Allocator::release_address(const IpAdd
         return none;
     }
     // Release the owner only in the tenancy that holds the address now: the generation check
-    // that keeps a concurrent DEL + ADD of the address safe.
+    // that keeps a concurrent DEL + ADD of the address safe. The slot's owner tenancy is 11
+    // bits, so an allocation left by an ended tenancy can match a live one 2048 tenancies later
+    // (review A10): the live tenant must also name the address in its refs.
     const uint64_t owner = sw.owner_entry();
     const uint64_t word = shm::load_word(store_.index().entry(owner).state);
     const uint16_t tenancy = EntryWord::decode(word).gen;
+    const auto names_address = [&](const format::Entry& e) {
+        for (size_t k = 0; k < std::min<size_t>(e.ref_count, format::kMaxRangeSets); ++k) {
+            if ((e.refs[k].family == 4 || e.refs[k].family == 6) &&
+                ref_address(e.refs[k]) == address) {
+                return true;
+            }
+        }
+        return false;
+    };
     return release_where(
         [&, word](const format::Entry& e, const Fingerprint&) {
             return &e == &store_.index().entry(owner) && sw.owned_by(owner, tenancy) &&
-                   shm::load_word(e.state) == word;
+                   shm::load_word(e.state) == word && names_address(e);
         },
         dry_run);
 }

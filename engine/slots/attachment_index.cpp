@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include "base/clock.h"
 #include "base/fault_point.h"
 #include "shm/atomic_word.h"
 
@@ -24,31 +25,34 @@ std::optional<Fingerprint> AttachmentIndex::read_fp(const format::Entry& e, uint
     return Fingerprint{(uint64_t(w.fp16) << 48) | shm::stamp::value_of(f1), f2};
 }
 
-std::optional<Fingerprint> AttachmentIndex::settled_fp(uint64_t i, uint64_t word) {
+AttachmentIndex::Settled AttachmentIndex::settled_fp(uint64_t i, uint64_t word) {
     format::Entry& e = index_.entry(i);
+    const uint64_t deadline = base::boot_ns() + kStampWaitNs;
     for (int spin = 0;; ++spin) {
         auto fp = read_fp(e, word);
-        if (shm::load_word(e.state) != word) return std::nullopt;
-        if (fp) return fp;
+        if (shm::load_word(e.state) != word) return {};
+        if (fp) return {fp, false};
         // Between the owner's CAS and its store of the fingerprint: wait, unless it died there.
+        // Bounded by time (a count of yields is a few milliseconds on a busy node): past it the
+        // owner is alive but stopped, and the entry stays unknown.
         if (spin > 64) {
-            if (reap_ && reap_(i, word)) return std::nullopt;
-            // A stopped owner: treat as changed (the duplicate re-check after our own insert
-            // still sees it, so at most one of us goes on).
-            if (spin > 2000) return std::nullopt;
+            if (reap_ && reap_(i, word)) return {};
+            if (base::boot_ns() >= deadline) return {std::nullopt, true};
         }
         sched_yield();
     }
 }
 
-bool AttachmentIndex::same_attachment(uint64_t i, uint64_t word, const Fingerprint& fp) {
+bool AttachmentIndex::same_attachment(uint64_t i, uint64_t word, const Fingerprint& fp,
+                                      bool* unsettled) {
     const EntryWord w = EntryWord::decode(word);
     if (!w.live() || w.fp16 != fp.fp16()) return false;
-    auto f = settled_fp(i, word);
-    return f && *f == fp;
+    const Settled s = settled_fp(i, word);
+    if (s.unsettled && unsettled != nullptr) *unsettled = true;
+    return s.fp && *s.fp == fp;
 }
 
-std::vector<EntryRef> AttachmentIndex::find(const Fingerprint& fp) {
+std::vector<EntryRef> AttachmentIndex::find(const Fingerprint& fp, bool* unsettled) {
     std::vector<EntryRef> out;
     const uint64_t mask = index_.entry_count() - 1;
     const uint64_t maxp = shm::load_word(index_.header().max_probe, std::memory_order_seq_cst);
@@ -56,7 +60,7 @@ std::vector<EntryRef> AttachmentIndex::find(const Fingerprint& fp) {
     for (uint64_t d = 0; d <= maxp && d <= mask; ++d) {
         const uint64_t i = (b + d) & mask;
         const uint64_t w = shm::load_word(index_.entry(i).state, std::memory_order_seq_cst);
-        if (same_attachment(i, w, fp)) out.push_back({i, w});
+        if (same_attachment(i, w, fp, unsettled)) out.push_back({i, w});
     }
     return out;
 }

@@ -43,8 +43,13 @@ class AttachmentIndex {
     // kBusy when another live invocation is working on the same attachment.
     EntryClaim claim(const Fingerprint& fp, const shm::LeaseHandle& lease);
 
-    // Every entry of this attachment that is not empty or a tombstone.
-    std::vector<EntryRef> find(const Fingerprint& fp);
+    // Every entry of this attachment that is not empty or a tombstone. `unsettled` (if given)
+    // is set when a live entry with the same short fingerprint (fp16) was claimed by an
+    // invocation still alive that had not stamped its fingerprint within kStampWaitNs: it may be
+    // this attachment's, so a DEL must not answer as if it were absent.
+    std::vector<EntryRef> find(const Fingerprint& fp, bool* unsettled = nullptr);
+    // How long a reader waits for a live claimer to stamp its entry's fingerprint.
+    static constexpr uint64_t kStampWaitNs = 50'000'000;
 
     // CLAIMING (ours) -> COMMITTED.
     bool commit(const EntryRef& e, const Fingerprint& fp);
@@ -64,9 +69,14 @@ class AttachmentIndex {
   private:
     bool transition(uint64_t index, uint64_t expected, uint64_t desired);
     // Loads an entry's fingerprint, waiting out the moment between its owner's CAS and its store
-    // of fp1 (or reaping the owner if it died there). nullopt: the entry changed meanwhile.
-    std::optional<Fingerprint> settled_fp(uint64_t i, uint64_t word);
-    bool same_attachment(uint64_t i, uint64_t word, const Fingerprint& fp);
+    // of fp1 (or reaping the owner if it died there). No fingerprint: the entry changed meanwhile,
+    // or (unsettled) its live owner had not stamped it within kStampWaitNs.
+    struct Settled {
+        std::optional<Fingerprint> fp;
+        bool unsettled = false;
+    };
+    Settled settled_fp(uint64_t i, uint64_t word);
+    bool same_attachment(uint64_t i, uint64_t word, const Fingerprint& fp, bool* unsettled);
 
     shm::IndexFile& index_;
     ReapIfDead reap_;

@@ -160,5 +160,46 @@ TEST_F(HealingTest, ACheckNeverAnswersAnAddressItsAttachmentDoesNotOwn) {
     EXPECT_EQ(repeated.error().code, Code::kTryAgainLater);
 }
 
+// Review finding A6: an ADD of the attachment had claimed its entry (CLAIMING, alive) and had
+// not yet stamped its fingerprint when the runtime's DEL came. The DEL gave up waiting for the
+// stamp after 2000 yields (about 2 ms), took the entry for another attachment's, answered
+// success, and the ADD then committed: an address held by a pod the runtime had deleted.
+TEST_F(HealingTest, ADelNeverSucceedsPastALiveUnstampedAdd) {
+    AttachmentIndex idx(store->index(), nullptr);
+    const Fingerprint fp = fingerprint("a", "eth0");
+    auto lease = *store->index().leases().acquire(store->self());  // alive: this process
+    EntryClaim claim = idx.claim(fp, lease);
+    ASSERT_EQ(claim.kind, ClaimKind::kClaimed);
+    shm::store_word(store->index().entry(claim.entry.index).fp1, 0);  // not stamped yet
+    const uint64_t t0 = base::boot_ns();
+    auto del = alloc->del({"a", "eth0"});
+    ASSERT_FALSE(del) << "DEL answered success while the ADD it races may still commit";
+    EXPECT_EQ(del.error().code, Code::kTryAgainLater);
+    EXPECT_LT(base::boot_ns() - t0, 10'000'000'000u) << "bounded by time";
+    store->index().leases().release(lease);
+}
+
+// Review finding A10: a slot names its owner's tenancy in 11 bits. An allocation left behind by
+// a tenancy that ended looked, 2048 tenancies of its entry later, owned by the live tenant, and
+// `shmipamctl release --address` released that tenant: an unrelated pod's addresses freed while
+// it still used them.
+TEST_F(HealingTest, ReleaseByAddressNeverReleasesAnotherTenancy) {
+    ASSERT_EQ(testing::first_address(alloc->add(testing::add_request("t"))), "10.8.0.2");
+    AttachmentIndex idx(store->index(), nullptr);
+    const Fingerprint fp = fingerprint("t", "eth0");
+    const EntryRef e = idx.find(fp).at(0);
+    // The same entry 2048 tenancies later (the slot's 11 bits cannot tell), holding .3.
+    shm::EntryWord w = shm::EntryWord::decode(e.word);
+    w.gen = uint16_t(w.gen + 2048);
+    format::Entry& ent = store->index().entry(e.index);
+    const auto three = IpAddress::parse("10.8.0.3")->to_bytes();
+    std::copy(three.begin(), three.end(), ent.refs[0].address);
+    shm::store_word(ent.fp1, AttachmentIndex::stamped_fp1(w.encode(), fp));
+    shm::store_word(ent.state, w.encode());
+    auto released = alloc->release_address(*IpAddress::parse("10.8.0.2"), /*dry_run=*/true);
+    ASSERT_TRUE(released) << released.error().msg;
+    EXPECT_TRUE(released->empty()) << "released the live tenant of the entry";
+}
+
 }  // namespace
 }  // namespace shmipam::engine
