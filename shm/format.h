@@ -244,7 +244,8 @@ struct IndexHeader {
     // so), then raises it. Only grows.
     uint64_t journal_names_durable;
     // For people: the range sets and reuseDelay of the config last used, rewritten only when
-    // they change. ranges_seq is a seqlock (odd while being written).
+    // they change. ranges_seq is a seqlock: odd while being written, and then bits 1..31 name
+    // the writer's pid (so a writer that died inside can be taken over); bits 32..63 count writes.
     alignas(kCacheLine) uint64_t reuse_delay_ms;
     uint64_t ranges_seq;
     char ranges_text[kRangesTextBytes];

@@ -3,7 +3,11 @@
 // claim path pays one comparison.
 #include "engine/state/config_display.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 
 #include "engine/state/network_store.h"
@@ -28,6 +32,23 @@ std::string describe_ranges(const NetworkConfig& cfg) {
 
 }  // namespace
 
+// ranges_seq: bit 0 is set while a writer writes; then bits 1..31 name the writer's pid. Bits
+// 32..63 count completed writes (readers compare the whole word). A writer killed inside left
+// the word odd for good, and no one could write again (review A11): a writer that finds it odd
+// with its writer gone takes over.
+namespace {
+
+uint64_t writing(uint64_t seq, pid_t pid) {
+    return (seq >> 32 << 32) | (uint64_t(uint32_t(pid) & 0x7FFFFFFF) << 1) | 1;
+}
+
+bool writer_gone(uint64_t seq) {
+    const pid_t pid = pid_t((seq >> 1) & 0x7FFFFFFF);
+    return pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH);
+}
+
+}  // namespace
+
 void record_config(format::IndexHeader& h, const NetworkConfig& cfg) {
     if (shm::load_word(h.reuse_delay_ms, std::memory_order_relaxed) != cfg.reuse_delay_ms) {
         shm::store_word(h.reuse_delay_ms, cfg.reuse_delay_ms, std::memory_order_relaxed);
@@ -35,10 +56,13 @@ void record_config(format::IndexHeader& h, const NetworkConfig& cfg) {
     const std::string text = describe_ranges(cfg);
     if (std::strncmp(h.ranges_text, text.c_str(), sizeof h.ranges_text) == 0) return;
     uint64_t seq = shm::load_word(h.ranges_seq);
-    if (seq % 2 == 1 || !shm::cas_word(h.ranges_seq, seq, seq + 1)) return;  // someone else is
+    if (seq % 2 == 1 && !writer_gone(seq)) return;  // someone else is writing
+    const uint64_t mine = writing(seq, ::getpid());
+    if (!shm::cas_word(h.ranges_seq, seq, mine)) return;
     std::memset(h.ranges_text, 0, sizeof h.ranges_text);
     std::memcpy(h.ranges_text, text.data(), text.size());
-    shm::store_word(h.ranges_seq, seq + 2);
+    uint64_t expected = mine;
+    shm::cas_word(h.ranges_seq, expected, ((mine >> 32) + 1) << 32);
 }
 
 std::string NetworkStore::ranges_text() {
