@@ -17,7 +17,7 @@ Expected<DirLock> DirLock::acquire(const std::string& dir, std::chrono::millisec
     FileSystem& fs = file_system();
     const int fd = fs.open(path, O_RDWR | O_CREAT, 0644);
     if (fd < 0) {
-        return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+        return io_error("cannot open", path);
     }
     const uint64_t deadline = base::boot_ns() + uint64_t(wait.count()) * 1'000'000;
     while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

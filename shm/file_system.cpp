@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace shmipam::shm {
 namespace {
@@ -99,6 +100,10 @@ class PosixFileSystem final : public FileSystem {
 FileSystem* installed = nullptr;
 
 }  // namespace
+
+Error io_error(const std::string& what, const std::string& path, int err) {
+    return make_error(Code::kIo, what + " " + path + ": " + std::strerror(err));
+}
 
 FileSystem& real_file_system() {
     static PosixFileSystem fs;

@@ -10,8 +10,11 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <string>
+
+#include "base/status.h"
 
 namespace shmipam::shm {
 
@@ -40,6 +43,9 @@ class FileSystem {
     // to pwrite + fdatasync.
     virtual int write_and_sync_uring(int fd, const void* buf, size_t len, off_t off) = 0;
 };
+
+// kIo: "<what> <path>: <strerror(err)>", the form of every file error shmipam answers.
+Error io_error(const std::string& what, const std::string& path, int err = errno);
 
 // POSIX and liburing, nothing else.
 FileSystem& real_file_system();

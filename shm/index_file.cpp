@@ -76,12 +76,16 @@ Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const Inde
     if (!index && index.error().code == Code::kIo && !file_exists(path)) {
         // Published (by us or a racing creator) and removed again before we mapped it: another
         // invocation retired it. The state is being replaced, not failing.
-        return make_error(Code::kTryAgainLater,
-                          "the network's state is being replaced (its index vanished while it "
-                          "was opened): try again",
-                          index.error().msg);
+        return being_replaced(index.error());
     }
     return index;
+}
+
+Error IndexFile::being_replaced(const Error& cause) {
+    return make_error(Code::kTryAgainLater,
+                      "the network's state is being replaced (its index vanished while it was "
+                      "opened): try again",
+                      cause.msg);
 }
 
 Expected<IndexFile> IndexFile::open_existing(const std::string& path, Access access,
@@ -99,7 +103,7 @@ Expected<std::optional<uint64_t>> IndexFile::epoch_at(const std::string& path) {
     const int fd = fs.open(path, O_RDONLY);
     if (fd < 0) {
         if (errno == ENOENT) return std::optional<uint64_t>();
-        return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+        return io_error("cannot open", path);
     }
     IndexHeader h{};
     const ssize_t n = fs.pread(fd, &h, sizeof h, 0);

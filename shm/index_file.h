@@ -41,6 +41,9 @@ class IndexFile {
     // The epoch of the index file at `path` now (read from its header, not mapped); nullopt when
     // there is none. Removers compare it with their own before they unlink the name.
     static Expected<std::optional<uint64_t>> epoch_at(const std::string& path);
+    // Code 11 for an index that vanished between a look and its mapping: another invocation
+    // retired and removed it, and the state is being replaced, not failing.
+    static Error being_replaced(const Error& cause);
 
     format::IndexHeader& header() const { return *header_; }
     format::Entry& entry(uint64_t i) const { return entries_[i]; }

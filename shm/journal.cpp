@@ -23,25 +23,21 @@ using format::kJournalSegmentBytes;
 
 namespace {
 
-Error io_failure(const std::string& what, const std::string& path) {
-    return make_error(Code::kIo, what + " " + path + ": " + std::strerror(errno));
-}
-
 // Makes a new file's blocks durable (its name is the directory's business: sync_dir).
 Status fsync_file(const std::string& path) {
     FileSystem& fs = file_system();
     const int fd = fs.open(path, O_RDONLY);
-    if (fd < 0) return io_failure("cannot open", path);
+    if (fd < 0) return io_error("cannot open", path);
     const int rc = fs.fsync(fd);
     const int err = errno;
     fs.close(fd);
     errno = err;
-    if (rc != 0) return io_failure("cannot fsync", path);
+    if (rc != 0) return io_error("cannot fsync", path);
     return Ok{};
 }
 
 Status fsync_dir(const std::string& dir) {
-    if (file_system().sync_dir(dir) != 0) return io_failure("cannot fsync directory", dir);
+    if (file_system().sync_dir(dir) != 0) return io_error("cannot fsync directory", dir);
     return Ok{};
 }
 
@@ -101,7 +97,7 @@ Expected<int> Journal::segment_fd(uint64_t segment) {
         }
         fd = fs.open(path, O_RDWR);
     }
-    if (fd < 0) return io_failure("cannot open journal segment", path);
+    if (fd < 0) return io_error("cannot open journal segment", path);
     // A segment someone else created: its creator may have died between link() and syncing
     // the directory, and a synced record in a file whose name is lost is lost. Once per segment
     // (the shared word says when someone already did it).

@@ -23,8 +23,7 @@ Expected<Journal::Listing> Journal::list(const std::string& dir) {
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) {
         if (errno == ENOENT) return out;
-        return make_error(Code::kIo,
-                          "cannot read journal directory " + dir + ": " + std::strerror(errno));
+        return io_error("cannot read journal directory", dir);
     }
     const size_t plen = std::strlen(format::kJournalPrefix);
     const size_t clen = std::strlen(format::kCheckpointPrefix);
@@ -58,10 +57,6 @@ bool all_zero(const JournalRecord& r) {
     return std::all_of(p, p + sizeof r, [](uint8_t b) { return b == 0; });
 }
 
-Error io_failure(const std::string& what, const std::string& path) {
-    return make_error(Code::kIo, what + " " + path + ": " + std::strerror(errno));
-}
-
 // Reads a whole file; nullopt when it vanished (a concurrent compaction removed it).
 Expected<std::optional<std::vector<JournalRecord>>> read_records(const std::string& path,
                                                                  size_t max_records) {
@@ -69,14 +64,14 @@ Expected<std::optional<std::vector<JournalRecord>>> read_records(const std::stri
     const int fd = fs.open(path, O_RDONLY);
     if (fd < 0) {
         if (errno == ENOENT) return std::optional<std::vector<JournalRecord>>();
-        return io_failure("cannot open", path);
+        return io_error("cannot open", path);
     }
     std::vector<JournalRecord> buf(max_records);
     const ssize_t n = fs.pread(fd, buf.data(), max_records * sizeof(JournalRecord), 0);
     const int err = errno;
     fs.close(fd);
     errno = err;
-    if (n < 0) return io_failure("cannot read", path);
+    if (n < 0) return io_error("cannot read", path);
     buf.resize(size_t(n) / sizeof(JournalRecord));  // a torn tail record is dropped
     return std::optional<std::vector<JournalRecord>>(std::move(buf));
 }

@@ -20,10 +20,6 @@ namespace bip = boost::interprocess;
 
 namespace {
 
-Error io_error(const std::string& what, const std::string& path, int err) {
-    return make_error(Code::kIo, what + " " + path + ": " + std::strerror(err));
-}
-
 std::string temp_prefix(const std::string& name) {
     return "." + name + ".tmp.";
 }

@@ -1,6 +1,7 @@
 // Releases: DEL, GC, and the operator's releases (shmipamctl release, gc): docs/claim-protocol.md,
 // "DEL, step by step". Each attachment is released with a CAS from the word it was seen with,
 // so one re-claimed meanwhile is never touched.
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -162,13 +163,7 @@ Expected<std::vector<ReleasedAttachment>> Allocator::release_address(const IpAdd
     const uint64_t word = shm::load_word(store_.index().entry(owner).state);
     const uint16_t tenancy = EntryWord::decode(word).gen;
     const auto names_address = [&](const format::Entry& e) {
-        for (size_t k = 0; k < std::min<size_t>(e.ref_count, format::kMaxRangeSets); ++k) {
-            if ((e.refs[k].family == 4 || e.refs[k].family == 6) &&
-                ref_address(e.refs[k]) == address) {
-                return true;
-            }
-        }
-        return false;
+        return std::ranges::count(view_of(e).addresses, address) > 0;
     };
     return release_where(
         [&, word](const format::Entry& e, const Fingerprint&) {

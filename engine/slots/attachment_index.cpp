@@ -27,7 +27,7 @@ std::optional<Fingerprint> AttachmentIndex::read_fp(const format::Entry& e, uint
 
 AttachmentIndex::Settled AttachmentIndex::settled_fp(uint64_t i, uint64_t word) {
     format::Entry& e = index_.entry(i);
-    const uint64_t deadline = base::boot_ns() + kStampWaitNs;
+    uint64_t deadline = 0;  // read the clock only once there is something to wait for
     for (int spin = 0;; ++spin) {
         auto fp = read_fp(e, word);
         if (shm::load_word(e.state) != word) return {};
@@ -35,6 +35,7 @@ AttachmentIndex::Settled AttachmentIndex::settled_fp(uint64_t i, uint64_t word) 
         // Between the owner's CAS and its store of the fingerprint: wait, unless it died there.
         // Bounded by time (a count of yields is a few milliseconds on a busy node): past it the
         // owner is alive but stopped, and the entry stays unknown.
+        if (spin == 1) deadline = base::boot_ns() + kStampWaitNs;
         if (spin > 64) {
             if (reap_ && reap_(i, word)) return {};
             if (base::boot_ns() >= deadline) return {std::nullopt, true};

@@ -87,10 +87,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
                 return index.error();
             }
             if (attempt < 3) continue;  // retired and removed between our two looks: rebuild
-            return make_error(Code::kTryAgainLater,
-                              "the network's state is being replaced (its index vanished while "
-                              "it was opened): try again",
-                              index.error().msg);
+            return shm::IndexFile::being_replaced(index.error());
         }
         s->index_ = std::move(*index);
         // An index from another boot (a run directory that is not tmpfs survived a reboot) holds
