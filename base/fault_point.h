@@ -8,6 +8,7 @@
 // process dies there: _exit(kFaultExitCode) or SIGKILL, leaving everything as a crash would.
 #pragma once
 
+#include <functional>
 #include <string_view>
 
 namespace shmipam::faults {
@@ -18,30 +19,31 @@ enum class Mode { kExit, kKill };
 
 // Every point, so tests can cover them all.
 inline constexpr std::string_view kAllPoints[] = {
-    "lease.after_cas",           // lease word taken, side fields not stamped
-    "add.after_entry_claim",     // entry CLAIMING, fingerprint not stamped
-    "add.after_fingerprint",     // entry CLAIMING and stamped, no address yet
-    "add.before_slot_claim",     // ref names the candidate, slot not claimed
-    "add.after_slot_claim",      // slot CLAIMING by the lease
-    "add.after_publish",         // the first slot ALLOCATED, entry still CLAIMING
-    "add.before_commit",         // every slot ALLOCATED, entry still CLAIMING
-    "add.after_commit",          // entry COMMITTED, lease still held
-    "del.after_target",          // lease names the entry, entry still COMMITTED
-    "del.after_entry_release",   // entry RELEASING, slots ALLOCATED
-    "del.after_slot_releasing",  // a slot RELEASING
-    "del.after_slot_cooling",    // a slot COOLING, entry still RELEASING
-    "del.after_release",         // every slot COOLING, entry not yet retired
-    "heal.after_retire",         // a healer retired a CLAIMING entry, slots not rolled back
-    "heal.after_slot_rollback",  // a healer rolled back one slot
-    "reap.before_free",          // a dead lease's work healed, lease not yet freed
-    "retire.after_flag",         // the state marked retired, the index not yet removed
-    "journal.after_intent",      // journal intent published in the lease, nothing reserved
-    "journal.after_reserve",     // journal records reserved, not written
-    "journal.after_sync",        // journal records durable, the transition not yet made
-    "compact.after_boundary",    // a compactor chose its boundary, nothing read or written
-    "checkpoint.after_publish",  // a checkpoint published, old segments not yet dropped
-    "create.after_allocate",     // a state file built aside, not yet initialised
-    "create.before_publish",     // a state file initialised aside, not yet linked
+    "lease.after_cas",              // lease word taken, side fields not stamped
+    "add.after_entry_claim",        // entry CLAIMING, fingerprint not stamped
+    "add.after_fingerprint",        // entry CLAIMING and stamped, no address yet
+    "add.before_slot_claim",        // ref names the candidate, slot not claimed
+    "add.after_slot_claim",         // slot CLAIMING by the lease
+    "add.before_superseded_check",  // ALLOC records durable, state not yet rechecked
+    "add.after_publish",            // the first slot ALLOCATED, entry still CLAIMING
+    "add.before_commit",            // every slot ALLOCATED, entry still CLAIMING
+    "add.after_commit",             // entry COMMITTED, lease still held
+    "del.after_target",             // lease names the entry, entry still COMMITTED
+    "del.after_entry_release",      // entry RELEASING, slots ALLOCATED
+    "del.after_slot_releasing",     // a slot RELEASING
+    "del.after_slot_cooling",       // a slot COOLING, entry still RELEASING
+    "del.after_release",            // every slot COOLING, entry not yet retired
+    "heal.after_retire",            // a healer retired a CLAIMING entry, slots not rolled back
+    "heal.after_slot_rollback",     // a healer rolled back one slot
+    "reap.before_free",             // a dead lease's work healed, lease not yet freed
+    "retire.after_flag",            // the state marked retired, the index not yet removed
+    "journal.after_intent",         // journal intent published in the lease, nothing reserved
+    "journal.after_reserve",        // journal records reserved, not written
+    "journal.after_sync",           // journal records durable, the transition not yet made
+    "compact.after_boundary",       // a compactor chose its boundary, nothing read or written
+    "checkpoint.after_publish",     // a checkpoint published, old segments not yet dropped
+    "create.after_allocate",        // a state file built aside, not yet initialised
+    "create.before_publish",        // a state file initialised aside, not yet linked
 };
 
 #ifdef SHMIPAM_FAULT_POINTS
@@ -50,6 +52,11 @@ void arm(std::string_view point, Mode mode, int skip);
 // (the storm tests) land inside claims and releases instead of mostly in exec and start-up.
 void stretch(int micros);
 void hit(std::string_view point);
+// In-process two-actor tests (tests/crash/two_actor_test.cpp): `actor` runs at every point this
+// process reaches until it is cleared (nullptr), so that a whole operation of a second actor can
+// happen at one precise step of the first, deterministically.
+using Actor = std::function<void(std::string_view point)>;
+void set_actor(Actor actor);
 #define SHMIPAM_FAULT(name) ::shmipam::faults::hit(name)
 #else
 #define SHMIPAM_FAULT(name) ((void)0)

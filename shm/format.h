@@ -21,7 +21,7 @@
 
 namespace shmipam::format {
 
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr char kBlockMagic[8] = {'S', 'H', 'M', 'I', 'P', 'B', 'L', 'K'};
 inline constexpr char kIndexMagic[8] = {'S', 'H', 'M', 'I', 'P', 'I', 'D', 'X'};
 
@@ -293,18 +293,25 @@ struct JournalRecord {
     char container_id[kContainerIdBytes];
     char ifname[kIfnameBytes];
     char pod[kPodBytes];
-    uint8_t reserved[40];
+    // The epoch of the index whose writer appended it (0: written before version 3). Past a
+    // checkpoint only the checkpoint's epoch appends; a record of another epoch there is a stray
+    // of a retired index (docs/format.md, "Epochs"), and replay skips it.
+    uint64_t epoch;
+    uint8_t reserved[32];
 };
 static_assert(sizeof(JournalRecord) == 256);
 inline constexpr uint64_t kJournalSegmentBytes = kJournalRecordsPerSegment * sizeof(JournalRecord);
 
-// Checkpoint: <dataDir>/<network>/shmipam-checkpoint.<covered, 16 decimal digits>: the newest
-// record of every address among records [0, covered), packed (each keeps its own sequence).
-// `covered` is a multiple of kJournalRecordsPerSegment. Written aside and published when a
-// rebuild has replayed the journal, and by the invocation whose append reaches a quarter into a
-// segment once more than journalMaxSegments segments are past the newest checkpoint; then the
-// segments wholly below `covered` are dropped. Readers take the newest checkpoint plus every
-// segment.
+// Checkpoint: <dataDir>/<network>/shmipam-checkpoint.<covered, 16 decimal digits>.<epoch, 16 hex
+// digits>: the newest record of every address among records [0, covered), packed (each keeps its
+// own sequence), and the epoch of the index that appends past it. `covered` need not be a
+// multiple of kJournalRecordsPerSegment. Written aside and published by a rebuild before its
+// index (covering a whole segment past anything the retired index could have reserved), and by
+// the invocation whose append reaches a quarter into a segment once more than journalMaxSegments
+// segments are past the newest checkpoint; then the segments wholly below `covered` are dropped.
+// Readers take the newest checkpoint plus the records at or past `covered` of every segment:
+// a record below it that is not in the checkpoint was written late by a retired index's writer.
+// (A name without the epoch, from version 2, reads as epoch 0: no record is judged a stray.)
 inline constexpr char kCheckpointPrefix[] = "shmipam-checkpoint.";
 
 // ---------------------------------------------------------------------------------------------

@@ -52,6 +52,9 @@ class IndexFile {
     const LeaseTable& leases() const { return leases_; }
     const std::string& path() const { return map_.path(); }
     bool retired() const;
+    // Whether the index's name still points to this file: false once the run directory was
+    // removed or the name was unlinked and a rebuilt index published (nothing is flagged then).
+    bool still_published() const { return map_.still_at_path(); }
     // Marks the index retired (one CAS: true for the one caller that did it). Every operation
     // rechecks the flag; the winner then moves the file aside so the next open rebuilds.
     bool retire();

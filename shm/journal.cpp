@@ -145,6 +145,7 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
     reached_check_ = first <= check && check < first + records.size();
     for (size_t i = 0; i < records.size(); ++i) {
         records[i].sequence = first + i;
+        records[i].epoch = epoch_;
         seal(records[i]);
     }
     SHMIPAM_FAULT("journal.after_reserve");
@@ -170,9 +171,9 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
 }
 
 Status Journal::compact(const std::string& dir, uint64_t covered,
-                        const std::vector<JournalRecord>& records, bool sync) {
-    if (covered < kJournalRecordsPerSegment) return Ok{};  // nothing a checkpoint would free
-    const std::string name = checkpoint_name(covered);
+                        const std::vector<JournalRecord>& records, bool sync, uint64_t epoch) {
+    if (covered == 0) return Ok{};
+    const std::string name = checkpoint_name(covered, epoch);
     const size_t bytes = std::max<size_t>(1, records.size()) * sizeof(JournalRecord);
     auto made = create_published(dir, name, bytes, [&](std::span<std::byte> mem) -> Status {
         std::memcpy(mem.data(), records.data(), records.size() * sizeof(JournalRecord));
@@ -192,8 +193,8 @@ Status Journal::compact(const std::string& dir, uint64_t covered,
             file_system().unlink(dir + "/" + segment_name(seg));
         }
     }
-    for (uint64_t c : listing->checkpoints) {
-        if (c < covered) file_system().unlink(dir + "/" + checkpoint_name(c));
+    for (const Checkpoint& c : listing->checkpoints) {
+        if (c.covered < covered) file_system().unlink(dir + "/" + c.name);
     }
     return Ok{};
 }

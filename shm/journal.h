@@ -47,6 +47,9 @@ class Journal {
     // The shared word saying which segments' names are durable (format.h); without one, every
     // open of an existing segment for a durable append syncs the directory.
     void set_names_durable_word(uint64_t* word) { names_durable_ = word; }
+    // The epoch of the index this journal appends for: stamped into every record.
+    void set_epoch(uint64_t epoch) { epoch_ = epoch; }
+    uint64_t epoch() const { return epoch_; }
 
     SyncMode mode() const { return mode_; }
     SyncMode last_used() const { return used_; }
@@ -57,7 +60,18 @@ class Journal {
         uint64_t next_sequence = 0;                  // one past the highest valid record
         uint64_t invalid = 0;                        // written-looking slots that failed checks
         uint64_t segments = 0;
+        uint64_t segment_end = 0;  // one past the highest segment file's number (0: none)
+        uint64_t covered = 0;      // what the newest checkpoint covers (0: none)
+        uint64_t epoch = 0;        // the newest checkpoint's epoch (0: none or unknown)
+        // Valid records a retired index's writer wrote late: below the checkpoint's coverage
+        // (not in it), or past it with another epoch. Skipped; verify lists them.
+        uint64_t strays = 0;
     };
+    // Where a rebuilt index starts appending: a whole segment past the first segment nobody has
+    // created (nor covered), so that no sequence a writer of the retired index reserved (and may
+    // still write) is ever handed out again (review A4). A retired index's writers hold at most
+    // one append each, far fewer than a segment's records.
+    static uint64_t rebuilt_tail(const ScanResult& scan);
     // A journal file the scan could not read (LevelDB's log::Reader::Reporter).
     struct FileDamage {
         std::string path;
@@ -83,19 +97,26 @@ class Journal {
     // Compaction: writes `records` (the newest per address among [0, covered)) as a checkpoint,
     // aside then published, durable when `sync`; then drops segments wholly below `covered` and
     // older checkpoints. A crash anywhere leaves a readable journal (extra files at worst).
+    // `epoch` is the index that appends past `covered` (named in the checkpoint's file name).
     static Status compact(const std::string& dir, uint64_t covered,
-                          const std::vector<format::JournalRecord>& records, bool sync);
+                          const std::vector<format::JournalRecord>& records, bool sync,
+                          uint64_t epoch);
 
     // The segment numbers and checkpoints (by what they cover) in dir, each ascending; empty
     // when there is no journal. kIo when the directory cannot be read.
+    struct Checkpoint {
+        uint64_t covered = 0;
+        uint64_t epoch = 0;  // 0: a version 2 name, without one
+        std::string name;
+    };
     struct Listing {
         std::vector<uint64_t> segments;
-        std::vector<uint64_t> checkpoints;
+        std::vector<Checkpoint> checkpoints;  // by coverage
     };
     static Expected<Listing> list(const std::string& dir);
 
     static std::string segment_name(uint64_t segment);
-    static std::string checkpoint_name(uint64_t covered);
+    static std::string checkpoint_name(uint64_t covered, uint64_t epoch);
     // Why a record read at `expected_sequence` is not valid ("" when it is): the CRC, the op,
     // the family, the sequence, checked in that order. shmipamctl dump-file shows it.
     static std::string record_damage(const format::JournalRecord& r, uint64_t expected_sequence);
@@ -110,6 +131,7 @@ class Journal {
     SyncMode used_ = SyncMode::kNone;
     bool reached_check_ = false;
     uint64_t* names_durable_ = nullptr;
+    uint64_t epoch_ = 0;
     std::map<uint64_t, int> fds_;
 };
 

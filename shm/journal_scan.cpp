@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 #include "shm/file_system.h"
 #include "shm/journal.h"
@@ -17,6 +18,29 @@ namespace shmipam::shm {
 
 using format::JournalRecord;
 using format::kJournalRecordsPerSegment;
+
+namespace {
+
+bool all_digits(const std::string& s, const char* digits) {
+    return !s.empty() && s.find_first_not_of(digits) == std::string::npos;
+}
+
+// "<16 decimal digits>.<16 hex digits>", or a version 2 name's "<16 decimal digits>".
+std::optional<Journal::Checkpoint> parse_checkpoint_name(const std::string& tail) {
+    Journal::Checkpoint c;
+    const std::string covered = tail.substr(0, 16);
+    if (covered.size() != 16 || !all_digits(covered, "0123456789")) return std::nullopt;
+    c.covered = std::stoull(covered);
+    if (tail.size() == 16) return c;
+    const std::string epoch = tail.substr(17);
+    if (tail[16] != '.' || epoch.size() != 16 || !all_digits(epoch, "0123456789abcdef")) {
+        return std::nullopt;
+    }
+    c.epoch = std::stoull(epoch, nullptr, 16);
+    return c;
+}
+
+}  // namespace
 
 Expected<Journal::Listing> Journal::list(const std::string& dir) {
     Listing out;
@@ -32,22 +56,34 @@ Expected<Journal::Listing> Journal::list(const std::string& dir) {
         if (n.size() == plen + 8 && n.compare(0, plen, format::kJournalPrefix) == 0 &&
             n.find_first_not_of("0123456789", plen) == std::string::npos) {
             out.segments.push_back(std::stoull(n.substr(plen)));
-        } else if (n.size() == clen + 16 && n.compare(0, clen, format::kCheckpointPrefix) == 0 &&
-                   n.find_first_not_of("0123456789", clen) == std::string::npos) {
-            out.checkpoints.push_back(std::stoull(n.substr(clen)));
+        } else if (n.compare(0, clen, format::kCheckpointPrefix) == 0) {
+            if (auto c = parse_checkpoint_name(n.substr(clen))) {
+                c->name = n;
+                out.checkpoints.push_back(*c);
+            }
         }
     }
     ::closedir(d);
     std::sort(out.segments.begin(), out.segments.end());
-    std::sort(out.checkpoints.begin(), out.checkpoints.end());
+    std::sort(out.checkpoints.begin(), out.checkpoints.end(),
+              [](const Checkpoint& a, const Checkpoint& b) {
+                  return std::tie(a.covered, a.epoch) < std::tie(b.covered, b.epoch);
+              });
     return out;
 }
 
-std::string Journal::checkpoint_name(uint64_t covered) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%016llu", format::kCheckpointPrefix,
-                  (unsigned long long)covered);
+std::string Journal::checkpoint_name(uint64_t covered, uint64_t epoch) {
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "%s%016llu.%016llx", format::kCheckpointPrefix,
+                  (unsigned long long)covered, (unsigned long long)epoch);
     return buf;
+}
+
+uint64_t Journal::rebuilt_tail(const ScanResult& scan) {
+    const uint64_t first_free =
+        std::max(scan.segment_end,
+                 (scan.next_sequence + kJournalRecordsPerSegment - 1) / kJournalRecordsPerSegment);
+    return (first_free + 1) * kJournalRecordsPerSegment;
 }
 
 namespace {
@@ -81,7 +117,7 @@ Expected<std::optional<std::vector<JournalRecord>>> read_records(const std::stri
 Expected<uint64_t> Journal::checkpoint_covered(const std::string& dir) {
     auto listing = list(dir);
     if (!listing) return listing.error();
-    return listing->checkpoints.empty() ? 0 : listing->checkpoints.back();
+    return listing->checkpoints.empty() ? 0 : listing->checkpoints.back().covered;
 }
 
 std::vector<JournalRecord> Journal::newest_per_address(const std::vector<JournalRecord>& records) {
@@ -108,9 +144,13 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t bel
         if (!listing) return listing.error();
         ScanResult out;
         bool vanished = false;
+        std::vector<JournalRecord> under_checkpoint;  // records the checkpoint covers
+        if (!listing->segments.empty()) out.segment_end = listing->segments.back() + 1;
         if (!listing->checkpoints.empty()) {
-            const uint64_t covered = listing->checkpoints.back();
-            const std::string path = dir + "/" + checkpoint_name(covered);
+            const uint64_t covered = listing->checkpoints.back().covered;
+            out.covered = covered;
+            out.epoch = listing->checkpoints.back().epoch;
+            const std::string path = dir + "/" + listing->checkpoints.back().name;
             struct stat sb {};
             const size_t max =
                 ::stat(path.c_str(), &sb) == 0 ? size_t(sb.st_size) / sizeof(JournalRecord) : 0;
@@ -122,6 +162,7 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t bel
                 vanished = true;
             } else {
                 for (const JournalRecord& r : **recs) {
+                    if (all_zero(r)) continue;  // an empty checkpoint's one zeroed record
                     if (r.sequence < covered && record_valid(r, r.sequence)) {
                         out.records.push_back(r);
                     } else {
@@ -155,11 +196,37 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t bel
                     ++out.invalid;
                     continue;
                 }
+                // The checkpoint holds the newest of everything below what it covers, as of its
+                // writing; a record there that it lacks came later, from a retired index's
+                // writer. Past it, only the checkpoint's epoch appends (review A4).
+                if (seq < out.covered) {
+                    under_checkpoint.push_back(r);
+                    continue;
+                }
+                if (out.epoch != 0 && r.epoch != 0 && r.epoch != out.epoch) {
+                    ++out.strays;
+                    continue;
+                }
                 out.records.push_back(r);
                 out.next_sequence = std::max(out.next_sequence, seq + 1);
             }
         }
-        if (!vanished) return out;
+        if (vanished) continue;
+        // Below the checkpoint, a record older than the checkpoint's for its address is one it
+        // superseded (normal); one that would win is a stray.
+        const auto kept = newest_per_address(out.records);
+        for (const JournalRecord& r : under_checkpoint) {
+            auto by_address = [](const JournalRecord& x, const JournalRecord& y) {
+                if (x.family != y.family) return x.family < y.family;
+                return std::memcmp(x.address, y.address, 16) < 0;
+            };
+            const auto it = std::lower_bound(kept.begin(), kept.end(), r, by_address);
+            if (it == kept.end() || by_address(r, *it) || r.slot_gen > it->slot_gen ||
+                (r.slot_gen == it->slot_gen && r.sequence > it->sequence)) {
+                ++out.strays;
+            }
+        }
+        return out;
     }
     return make_error(Code::kTryAgainLater, "the journal kept changing while it was read", dir);
 }

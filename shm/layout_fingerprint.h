@@ -137,6 +137,7 @@ inline constexpr uint32_t kLayoutFingerprint = layout_detail::fnv1a({
     offsetof(JournalRecord, container_id),
     offsetof(JournalRecord, ifname),
     offsetof(JournalRecord, pod),
+    offsetof(JournalRecord, epoch),
     offsetof(JournalRecord, reserved),
 });
 

@@ -75,12 +75,27 @@ Expected<MappedFile> MappedFile::open(const std::string& path, Access access) {
     MappedFile f;
     try {
         bip::file_mapping fm(path.c_str(), mode);
-        f.region_ = bip::mapped_region(fm, mode, 0, size_t(sb.st_size));
+        // The identity of the file actually mapped (the name may have moved since the stat).
+        struct stat mapped {};
+        if (::fstat(fm.get_mapping_handle().handle, &mapped) != 0) {
+            return io_error("cannot stat", path, errno);
+        }
+        if (mapped.st_size == 0)
+            return make_error(Code::kArenaDamaged, "empty state file: " + path);
+        f.dev_ = uint64_t(mapped.st_dev);
+        f.ino_ = uint64_t(mapped.st_ino);
+        f.region_ = bip::mapped_region(fm, mode, 0, size_t(mapped.st_size));
     } catch (const bip::interprocess_exception& e) {
         return make_error(Code::kIo, "cannot map " + path + ": " + e.what());
     }
     f.path_ = path;
     return f;
+}
+
+bool MappedFile::still_at_path() const {
+    struct stat sb {};
+    if (::stat(path_.c_str(), &sb) != 0) return false;
+    return uint64_t(sb.st_dev) == dev_ && uint64_t(sb.st_ino) == ino_;
 }
 
 Expected<Publish> create_published(const std::string& dir, const std::string& name, size_t bytes,

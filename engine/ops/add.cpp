@@ -146,9 +146,12 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
             roll_back_claim(store_, e, entry_word);
             return st.error();
         }
-        // Retired since we started: a rebuild may already have read the journal without these
-        // records, so this claim must not commit here (the runtime retries on the new state).
-        if (store_.retired()) {
+        // Retired or replaced since we started: a rebuild may already have read the journal
+        // without these records, so this claim must not commit here (the runtime retries on
+        // the new state). After the append, so that a rebuild that began before this check
+        // reads the records.
+        SHMIPAM_FAULT("add.before_superseded_check");
+        if (store_.superseded()) {
             roll_back_claim(store_, e, entry_word);
             return retired_error();
         }

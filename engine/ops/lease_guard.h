@@ -54,8 +54,10 @@ inline AttachmentIndex make_index(NetworkStore& store) {
 }
 
 inline Error retired_error() {
-    return make_error(Code::kTryAgainLater,
-                      "the network's state was retired; the next invocation rebuilds it");
+    return make_error(
+        Code::kTryAgainLater,
+        "the network's state was retired or replaced; the next invocation rebuilds it "
+        "or maps the new one");
 }
 
 }  // namespace shmipam::engine

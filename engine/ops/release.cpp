@@ -69,9 +69,9 @@ Status Allocator::del(const AttachmentKey& key) {
                 busy = true;  // a live ADD or DEL of the same attachment: let it finish
             }
         }
-        // A release journaled on a retired state may have missed the rebuild: say so, and the
-        // runtime's retry finds the attachment (or nothing) in the new state.
-        if (store_.retired()) return retired_error();
+        // A release journaled on a retired or replaced state may have missed the rebuild: say
+        // so, and the runtime's retry finds the attachment (or nothing) in the new state.
+        if (store_.superseded()) return retired_error();
         if (unsettled) busy = true;
         if (!busy && !changed) return Ok{};
         if (busy || pass > 8) usleep(1000);  // look again, politely

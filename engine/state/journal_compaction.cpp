@@ -47,7 +47,10 @@ Expected<std::optional<Compaction>> compact_journal(NetworkStore& store, uint64_
     if (scan->next_sequence > boundary) return std::optional<Compaction>();
     std::vector<format::JournalRecord> newest = shm::Journal::newest_per_address(scan->records);
     const bool sync = store.journal().mode() != shm::SyncMode::kNone;
-    if (auto st = shm::Journal::compact(dir, boundary, newest, sync); !st) return st.error();
+    if (auto st = shm::Journal::compact(dir, boundary, newest, sync, store.journal().epoch());
+        !st) {
+        return st.error();
+    }
     return std::optional<Compaction>(Compaction{boundary, newest.size()});
 }
 

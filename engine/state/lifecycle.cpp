@@ -103,18 +103,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
         s->blocks_.clear();  // another creator's index won: its blocks are the ones
         s->epoch_ = s->index_.header().epoch;
     }
-    if (s->creation_.created) {
-        s->remove_blocks_of_other_epochs();
-        // The creator whose rebuilt index was published (its epoch is the one mapped) compacts
-        // what it replayed: a checkpoint of the newest record per address, then the old
-        // segments go. Appends from now on are past what it covers.
-        if (s->creation_.rebuilt && s->index_.header().epoch == s->epoch_) {
-            const bool sync = s->journal_->mode() != shm::SyncMode::kNone;
-            s->creation_.compacted = bool(shm::Journal::compact(
-                cfg.journal_dir(), s->pending_covered_, s->pending_checkpoint_, sync));
-        }
-        s->pending_checkpoint_.clear();
-    }
+    s->journal_->set_epoch(s->epoch_);
     const auto& h = s->index_.header();
     if (h.block_prefix_v4 != cfg.block_prefix_v4 || h.block_prefix_v6 != cfg.block_prefix_v6) {
         return make_error(Code::kInvalidConfig, "blockSize differs from the one network \"" +
@@ -134,6 +123,9 @@ namespace {
 
 // How long a remover waits for another one's check-and-unlink (microseconds of work).
 constexpr std::chrono::milliseconds kRemoverLockWait{2000};
+// How long a first invocation waits for another one that is building the index (a scan of the
+// journal and a replay: milliseconds, seconds for a long journal on a loaded node). Past it: 11.
+constexpr std::chrono::milliseconds kCreatorLockWait{10000};
 
 }  // namespace
 
@@ -166,17 +158,26 @@ Error NetworkStore::retire(const std::string& why) {
 Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g,
                                   const IndexFiller& fill) {
     // The state is new: from the journal if there is one, else from host-local's files (what
-    // `fill` does). Built aside; whoever links it first wins and everyone maps the winner's.
+    // `fill` does). One creator at a time, under the directory lock: the others wait and map
+    // its index. Built aside, published by link().
+    auto lock = shm::DirLock::acquire(dir_, kCreatorLockWait);
+    if (!lock) return lock.error();
+    if (shm::file_exists(dir_ + "/" + shm::IndexFile::kFileName)) return Ok{};  // built meanwhile
     auto scan = shm::Journal::scan(cfg.journal_dir());
     if (!scan) return scan.error();
+    // Writers of a retired (or removed) index may still hold sequences they reserved and write
+    // them late: the new index appends from past all of them, and the records below are read
+    // from now on only through the checkpoint this rebuild writes (review A4).
+    const uint64_t tail = shm::Journal::rebuilt_tail(*scan);
     auto open_block = [this](const IpAddress& a, const shm::BlockFile::Prefill& prefill) {
         return block_for(a, true, prefill);
     };
     auto created = shm::IndexFile::open_or_create(
         dir_, g, who_, boot_id_, [&](shm::IndexFile& aside) -> Status {
             epoch_ = aside.header().epoch;
+            journal_->set_epoch(epoch_);
             blocks_.clear();
-            aside.header().journal_tail = scan->next_sequence;
+            aside.header().journal_tail = tail;
             creation_.created = true;
             auto filled = fill(*scan, aside, open_block, boot_id_);
             if (!filled) return filled.error();
@@ -186,38 +187,53 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
                 creation_.reclaimed_after_reboot = filled->reclaimed_after_reboot;
                 aside.header().reboot_reclaims = filled->reclaimed_after_reboot;
                 aside.header().rebuild_skipped_records = filled->skipped_records;
-                pending_checkpoint_ = std::move(filled->newest);
-                pending_covered_ = scan->next_sequence;
-                // Past what the checkpoint will cover, so compaction keeps them.
-                if (filled->to_journal.empty()) return Ok{};
-                return journal_->append(aside.header().journal_tail, filled->to_journal,
-                                        shm::JournalIntent{});
+            } else {
+                creation_.imported = filled->to_journal.size();
             }
-            creation_.imported = filled->to_journal.size();
+            // Every index begins with a checkpoint naming it, written before the index is
+            // published: what was replayed (nothing, for a new network), so that a late record
+            // below `tail` is never read in its place. Then the old segments go.
+            const bool sync = journal_->mode() != shm::SyncMode::kNone;
+            if (auto st =
+                    shm::Journal::compact(cfg.journal_dir(), tail, filled->newest, sync, epoch_);
+                !st) {
+                return st;
+            }
+            creation_.compacted = true;
+            // Imports (allocations that exist nowhere in the journal yet) and a rebuild's
+            // ROLLBACKs, past the checkpoint, before publishing. Nobody else sees the aside
+            // index: no intent needed.
             if (filled->to_journal.empty()) return Ok{};
-            // Imports outlive the arena like any allocation: journal them before publishing.
-            // Nobody else sees the aside index: no intent needed.
             return journal_->append(aside.header().journal_tail, filled->to_journal,
                                     shm::JournalIntent{});
         });
     if (!created) return created.error();
+    // Still under the lock: blocks of the index this one replaced, or of a creator that failed.
+    if (creation_.created && created->header().epoch == epoch_)
+        remove_blocks_of_other_epochs(*created);
     return Ok{};
 }
 
 void NetworkStore::remove_blocks_of_other_epochs() {
-    // Blocks of an index that no longer exists (before a rebuild) or that lost the race to be
-    // published: nobody will ever map them again by name. Unlinking is safe even if a process
-    // still maps one (its mapping stays valid; it is of a retired state).
     // Only while our index is the one the name points to, under the directory lock (which keeps
-    // it so: a new index can only be published once a remover has unlinked ours): a creator
-    // whose index was replaced meanwhile would otherwise remove its successor's blocks, and the
-    // successor's allocations with them (review A1).
+    // it so: a new index can only be published by a creator holding it): a creator whose index
+    // was replaced meanwhile would otherwise remove its successor's blocks, and the successor's
+    // allocations with them (review A1).
     auto lock = shm::DirLock::acquire(dir_, kRemoverLockWait);
     if (!lock || !index_at_path_is_ours()) return;
+    remove_blocks_of_other_epochs(index_);
+}
+
+void NetworkStore::remove_blocks_of_other_epochs(const shm::IndexFile& current) {
+    // Blocks of an index that no longer exists (before a rebuild) or that lost the race to be
+    // published: nobody will ever map them again by name. Unlinking is safe even if a process
+    // still maps one (its mapping stays valid; it is of a retired state). The caller holds the
+    // directory lock, and `current` is the published index.
+    const uint64_t epoch = current.header().epoch;
     DIR* d = ::opendir(dir_.c_str());
     if (d == nullptr) return;
     char mine[32];
-    std::snprintf(mine, sizeof mine, ".%016llx.blk", (unsigned long long)epoch_);
+    std::snprintf(mine, sizeof mine, ".%016llx.blk", (unsigned long long)epoch);
     while (dirent* ent = ::readdir(d)) {
         const std::string n = ent->d_name;
         if (n.size() > 4 && n.compare(n.size() - 4, 4, ".blk") == 0 && n[0] != '.' &&

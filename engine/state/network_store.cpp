@@ -47,6 +47,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open_existing(const std::s
     s->journal_ = std::make_unique<shm::Journal>(s->who_.data_dir + "/" + s->who_.network,
                                                  shm::SyncMode::kFdatasync);
     s->journal_->set_names_durable_word(&s->index_.header().journal_names_durable);
+    s->journal_->set_epoch(s->epoch_);
     s->self_ = shm::current_process();
     auto boot_id = shm::read_boot_id();  // stamps the records an operator's release journals
     if (!boot_id) return boot_id.error();

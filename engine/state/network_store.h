@@ -88,6 +88,10 @@ class NetworkStore final : public BlockMap {
     // creating an index; public for the test of a stale creator's cleanup.
     void remove_blocks_of_other_epochs();
     bool retired() { return index_.retired(); }
+    // Retired, or no longer the index its name points to (the run directory was removed and the
+    // state rebuilt, which flags nothing): work done on it from now on may have missed the
+    // rebuild's scan of the journal and must not commit. The check at every commit point.
+    bool superseded() { return index_.retired() || !index_.still_published(); }
 
   private:
     NetworkStore() = default;
@@ -108,14 +112,13 @@ class NetworkStore final : public BlockMap {
     Status create_index(const NetworkConfig& cfg, const shm::IndexGeometry& g,
                         const IndexFiller& fill);
     void remove_retired_index();
+    void remove_blocks_of_other_epochs(const shm::IndexFile& current);  // lock held
     // Whether <dir>/index is, now, the index this store maps (its epoch).
     bool index_at_path_is_ours();
     bool tool_ = false;  // opened by shmipamctl: report damage, never act on it by itself
     const shm::LeaseHandle* active_lease_ = nullptr;  // the lease journal appends name
     bool compaction_due_ = false;
-    uint64_t journal_max_segments_ = 0;                      // 0: never compact (tools)
-    std::vector<format::JournalRecord> pending_checkpoint_;  // a rebuild's replay, to compact
-    uint64_t pending_covered_ = 0;                           // the records it covers
+    uint64_t journal_max_segments_ = 0;  // 0: never compact (tools)
 };
 
 }  // namespace shmipam::engine

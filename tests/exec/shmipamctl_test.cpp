@@ -16,8 +16,8 @@
 #include "engine/slots/slot_ops.h"
 #include "engine/state/network_store.h"
 #include "shm/atomic_word.h"
-#include "shm/journal.h"
 #include "shm/codec.h"
+#include "shm/journal.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -429,7 +429,8 @@ class CtlDumpFile : public Ctl {
         ADD_FAILURE() << "no block file for 10.91.0.0/24";
         return "";
     }
-    std::string segment_path() { return dir.sub("data/ops/") + shm::Journal::segment_name(0); }
+    // A new network's first segment: every index appends from a segment past its checkpoint's.
+    std::string segment_path() { return dir.sub("data/ops/") + shm::Journal::segment_name(1); }
     // A copy of `path` in `sub` (created), so the test can damage it or move it away.
     std::string copy_to(const std::string& path, const std::string& sub) {
         std::filesystem::create_directories(dir.sub(sub));
@@ -500,7 +501,7 @@ TEST_F(CtlDumpFile, BlockListsEachAllocatedSlotWithTheEntryThatOwnsIt) {
 TEST_F(CtlDumpFile, JournalSegmentListsEveryRecordAndCountsTheUnusedSlots) {
     const json doc = dump_json(segment_path());
     EXPECT_EQ(doc["kind"], "journal segment");
-    EXPECT_EQ(doc["header"]["segment"], 0);
+    EXPECT_EQ(doc["header"]["segment"], 1);
     EXPECT_EQ(doc["summary"]["records"], 80) << "40 ADDs, two addresses each";
     EXPECT_EQ(doc["summary"]["alloc"], 80);
     EXPECT_EQ(doc["summary"]["damaged"], 0);
@@ -525,14 +526,13 @@ TEST_F(CtlDumpFile, CheckpointWrittenByCompactionListsTheNewestRecordPerAddress)
     copy_to(segment_path(), "compact");  // now with c7's releases
     auto scan = shm::Journal::scan(scratch);
     ASSERT_TRUE(scan) << scan.error().msg;
-    ASSERT_TRUE(shm::Journal::compact(scratch, format::kJournalRecordsPerSegment,
-                                      shm::Journal::newest_per_address(scan->records), false));
-    char name[64];
-    std::snprintf(name, sizeof name, "%s%016llu", format::kCheckpointPrefix,
-                  (unsigned long long)format::kJournalRecordsPerSegment);
+    const uint64_t covered = scan->next_sequence;
+    ASSERT_TRUE(shm::Journal::compact(scratch, covered,
+                                      shm::Journal::newest_per_address(scan->records), false, 7));
+    const std::string name = shm::Journal::checkpoint_name(covered, 7);
     const json doc = dump_json(scratch + "/" + name);
     EXPECT_EQ(doc["kind"], "checkpoint");
-    EXPECT_EQ(doc["header"]["covered"], 4096);
+    EXPECT_EQ(doc["header"]["covered"], covered);
     EXPECT_EQ(doc["summary"]["records"], 80) << "one record per address";
     EXPECT_EQ(doc["summary"]["release"], 2) << "c7's two addresses, released";
     const json* c7 = item_of(doc, "container", "c7");
@@ -551,8 +551,8 @@ TEST_F(CtlDumpFile, FlippedByteInAJournalRecordIsShownInlineAndTheOthersStillLis
     EXPECT_NE(r.out.find("damaged record at offset " + std::to_string(offset) + " (crc mismatch)"),
               std::string::npos)
         << r.out;
-    EXPECT_NE(r.out.find("record 4 at offset"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("record 6 at offset"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("record 4100 at offset"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("record 4102 at offset"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("records=79 "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("damaged=1 "), std::string::npos) << r.out;
     auto j = dump_file(copy, true);

@@ -110,6 +110,7 @@ PowerCutLoss FaultyFileSystem::drop_unsynced() {
 void FaultyFileSystem::restore() {
     std::lock_guard lock(mu_);
     rules_.clear();
+    failing_link_names_.clear();
     power_left_ = -1;
     power_lost_ = false;
     unsynced_writes_.clear();
@@ -182,7 +183,21 @@ int FaultyFileSystem::sync_dir(const std::string& dir) {
     return rc;
 }
 
+void FaultyFileSystem::fail_links_to(const std::string& name, int err) {
+    std::lock_guard lock(mu_);
+    failing_link_names_[name] = err;
+}
+
 int FaultyFileSystem::link(const std::string& from, const std::string& to) {
+    {
+        std::lock_guard lock(mu_);
+        const auto it = failing_link_names_.find(to.substr(to.rfind('/') + 1));
+        if (it != failing_link_names_.end()) {
+            ++failures_;
+            errno = it->second;
+            return -1;
+        }
+    }
     if (fails(FsCall::kLink)) return -1;
     const int rc = real_.link(from, to);
     if (rc == 0) {

@@ -48,6 +48,9 @@ class FaultyFileSystem final : public shm::FileSystem {
     explicit FaultyFileSystem(std::string scratch) : scratch_(std::move(scratch)) {}
 
     void fail(FsCall kind, int nth, int err, bool from_then_on = false);
+    // Every link(2) to a file named `name` (in any directory) fails with `err` (other files'
+    // links go on: a journal checkpoint is published by link too).
+    void fail_links_to(const std::string& name, int err);
     void lose_power_after(int calls);
     bool power_lost() const { return power_lost_; }
     int calls(FsCall kind) const;
@@ -77,6 +80,7 @@ class FaultyFileSystem final : public shm::FileSystem {
         int err;
         bool from_then_on;
     };
+    std::map<std::string, int> failing_link_names_;
     struct UndoWrite {
         std::string path;
         off_t off;

@@ -99,7 +99,9 @@ TEST(FormatExample, TheDocsWorkedExampleIsWhatADualStackAddAndDelWrite) {
         }
         return 0;
     };
-    for (uint64_t n = 0; n < 4; ++n) {
+    // A new index appends from the segment past its checkpoint's (format.h): records 4096 on.
+    for (uint64_t n = format::kJournalRecordsPerSegment; n < format::kJournalRecordsPerSegment + 4;
+         ++n) {
         words.push_back({"record[" + std::to_string(n) + "]", [&record, n] { return record(n); }});
     }
     std::vector<Row> seen;

@@ -139,6 +139,51 @@ TEST(Journal, AnUnreadableSegmentIsReportedAndSkippedOnlyWhenAReporterAsks) {
 namespace shmipam {
 namespace {
 
+// Review finding A4, the journal's half: a record a retired index's writer writes late is
+// never read in place of the state a rebuild checkpointed. Below the checkpoint it is a stray
+// unless the checkpoint already superseded it; past it, a record of another epoch is a stray.
+TEST(Journal, AStrayOfARetiredIndexIsNeverReplayed) {
+    testing::TempDir dir;
+    shm::Journal old_index(dir.path(), shm::SyncMode::kNone);
+    old_index.set_epoch(0x1111);
+    uint64_t tail = 0;
+    std::vector<JournalRecord> a{rec("10.0.0.2", 1)};
+    ASSERT_TRUE(old_index.append(tail, a, {}));
+    // A rebuild (epoch 0x2222) checkpoints what it read and appends from a segment further on.
+    auto scan = shm::Journal::scan(dir.path());
+    ASSERT_TRUE(scan);
+    const uint64_t start = shm::Journal::rebuilt_tail(*scan);
+    EXPECT_EQ(start, 2 * format::kJournalRecordsPerSegment) << "a whole segment past segment 0";
+    ASSERT_TRUE(shm::Journal::compact(
+        dir.path(), start, shm::Journal::newest_per_address(scan->records), false, 0x2222));
+    shm::Journal rebuilt(dir.path(), shm::SyncMode::kNone);
+    rebuilt.set_epoch(0x2222);
+    uint64_t new_tail = start;
+    std::vector<JournalRecord> b{rec("10.0.0.3", 1)};
+    ASSERT_TRUE(rebuilt.append(new_tail, b, {}));
+    // The old index's writers, late: one that reserved before the rebuild writes below the
+    // checkpoint (opening segment 0 anew, it recreates it; one that had it open writes into
+    // the removed file), and one far past it, as if its reservations had run that far.
+    shm::Journal reopened(dir.path(), shm::SyncMode::kNone);
+    reopened.set_epoch(0x1111);
+    uint64_t late = 1;
+    std::vector<JournalRecord> stray{rec("10.0.0.3", 9)};
+    ASSERT_TRUE(reopened.append(late, stray, {}));
+    uint64_t far = start + 10;
+    std::vector<JournalRecord> far_stray{rec("10.0.0.4", 9)};
+    ASSERT_TRUE(old_index.append(far, far_stray, {}));
+
+    auto after = shm::Journal::scan(dir.path());
+    ASSERT_TRUE(after) << after.error().msg;
+    EXPECT_EQ(after->strays, 2u);
+    const auto newest = shm::Journal::newest_per_address(after->records);
+    ASSERT_EQ(newest.size(), 2u);
+    EXPECT_EQ(newest[0].address[15], 2);
+    EXPECT_EQ(newest[1].address[15], 3);
+    EXPECT_EQ(newest[1].slot_gen, 1u) << "the stray's generation 9 won";
+    EXPECT_EQ(newest[1].epoch, 0x2222u);
+}
+
 TEST(Crc32c, MatchesTheStandardCheckValues) {
     // RFC 3720 (iSCSI) test vectors and the common "123456789" check value.
     EXPECT_EQ(shm::crc32c("123456789", 9), 0xE3069283u);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 
 #include "engine/state/journal_records.h"
@@ -208,12 +209,6 @@ TEST_F(RebuildTest, ARebuildCompactsTheJournalAndLaterRebuildsReadTheCheckpoint)
     testing::expect_verify_clean(*store);
 }
 
-}  // namespace
-}  // namespace shmipam::engine
-
-namespace shmipam::engine {
-namespace {
-
 // verify lists a journal file it cannot read and still checks everything else; a rebuild
 // refuses to go on without it (it could hold the only record of an allocation).
 TEST_F(RebuildTest, AnUnreadableJournalSegmentIsListedByVerifyAndStopsARebuild) {
@@ -243,7 +238,8 @@ TEST_F(RebuildTest, AnUnreadableJournalSegmentIsListedByVerifyAndStopsARebuild) 
 TEST_F(RebuildTest, ARebuildCountsTheDamagedRecordsItSkipped) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));
     ASSERT_TRUE(alloc->add(testing::add_request("b")));
-    const std::string seg = cfg.journal_dir() + "/" + shm::Journal::segment_name(0);
+    // A new index appends from segment 1.
+    const std::string seg = cfg.journal_dir() + "/" + shm::Journal::segment_name(1);
     std::string bytes = testing::read_file(seg);
     bytes[3 * sizeof(format::JournalRecord) + 100] ^= 0x20;  // b's second record
     testing::write_file(seg, bytes);
@@ -368,6 +364,42 @@ TEST_F(RebuildTest, ALateRemoverNeverUnlinksANewerIndex) {
     ASSERT_TRUE(q);
     EXPECT_NE(q->addresses[0].address, p->addresses[0].address);
     testing::expect_verify_clean(*newcomer);
+}
+
+// Review finding A4: a rebuilt index started its tail one past the newest valid record, so it
+// handed out again a sequence that a writer of the retired index had reserved but not yet
+// written; that writer's late pwrite then overwrote a live ALLOC, and the next rebuild gave the
+// address away again.
+TEST_F(RebuildTest, AStrayRecordOfARetiredIndexNeverOverwritesANewOne) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));
+    alloc.reset();
+    std::unique_ptr<NetworkStore> late = std::move(store);
+    // W, on E1, reserves one record and is preempted before writing it.
+    const uint64_t reserved =
+        std::atomic_ref<uint64_t>(late->index().header().journal_tail).fetch_add(1);
+    late->index().retire();
+    ASSERT_EQ(::unlink((cfg.state_dir() + "/" + shm::IndexFile::kFileName).c_str()), 0);
+    open();  // E2, rebuilt
+    ASSERT_TRUE(store->creation().rebuilt);
+    auto b = alloc->add(testing::add_request("b"));
+    ASSERT_TRUE(b) << b.error().msg;
+    const IpAddress b_v4 = b->addresses[0].address;
+    // W wakes up and writes its record where it reserved it: an ALLOC of b's address for
+    // another attachment, with a generation that would win replay.
+    uint64_t w_tail = reserved;
+    std::vector<format::JournalRecord> w{
+        make_record(format::JournalOp::kAlloc, b_v4, store->block_prefix(b_v4.family), 0, 1000,
+                    fingerprint("w", "eth0"), {"w", "eth0", "", 0, 1}, store->boot_id(), 1)};
+    ASSERT_TRUE(late->journal().append(w_tail, w, {}));
+    // E2 lost too: E3 rebuilds from the journal.
+    late.reset();
+    lose_arena();
+    open();
+    ASSERT_TRUE(store->creation().rebuilt);
+    EXPECT_EQ(addresses("b").size(), 2u) << "b lost an address to the late write";
+    EXPECT_TRUE(addresses("w").empty()) << "the late writer's attachment was replayed";
+    if (!addresses("b").empty()) EXPECT_EQ(addresses("b")[0], b_v4.to_string());
+    testing::expect_verify_clean(*store);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "shm/journal.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "tools/state_file/describe.h"
@@ -57,6 +58,11 @@ FileItem record_item(const JournalRecord& r, uint64_t offset) {
     if (r.flags & format::kEntryFlagImported) it.fields.push_back({"imported", uint64_t(1)});
     it.fields.push_back({"time", utc(r.unix_ns)});
     it.fields.push_back({"boot_id", uuid(r.boot_id)});
+    if (r.epoch != 0) {
+        char epoch[24];
+        std::snprintf(epoch, sizeof epoch, "%016llx", (unsigned long long)r.epoch);
+        it.fields.push_back({"epoch", std::string(epoch)});
+    }
     return it;
 }
 
