@@ -60,6 +60,20 @@ void journal_rollback(NetworkStore& store, shm::BlockFile& b, uint64_t i, uint64
     (void)store.append_journal({&r, 1});
 }
 
+// A slot whose releaser is gone, about to turn COOLING: its RELEASE record, written (again) by
+// the healer before the transition, so that a rebuild never brings back an attachment whose DEL
+// already answered. False when it cannot be written: the slot then stays RELEASING, and the next
+// healer tries again (a healer never finishes what it cannot journal).
+bool journal_release(NetworkStore& store, shm::BlockFile& b, uint64_t i, uint64_t w) {
+    const auto g = b.geometry();
+    const IpAddress base = IpAddress::from_bytes(Family(g.family), g.base);
+    const IpAddress a{base.value + i, base.family};
+    format::JournalRecord r =
+        make_record(format::JournalOp::kRelease, a, g.prefix, 0, SlotWord::decode(w).gen + 1,
+                    Fingerprint{}, AttachmentText{}, store.boot_id(), base::unix_ns());
+    return bool(store.append_journal({&r, 1}));
+}
+
 bool same_tenancy_tombstone(uint64_t now, uint64_t observed) {
     const EntryWord n = EntryWord::decode(now), o = EntryWord::decode(observed);
     return n.state == EntryState::kTombstone && n.gen == o.gen;
@@ -235,7 +249,12 @@ bool holder_gone(NetworkStore& store, uint16_t lease_index, uint16_t lease_gen) 
     if (lease_index >= leases.size()) return true;
     const uint64_t w = leases.word(lease_index);
     if (shm::LeaseTable::pid_of(w) == 0 || shm::LeaseTable::gen_of(w) != lease_gen) return true;
-    return reap_if_dead(store, lease_index, w);
+    if (!reap_if_dead(store, lease_index, w)) return false;
+    // Dead, but gone only once its lease is free: a reaper that could not finish the holder's
+    // work (a journal that cannot be written, a block that cannot be opened) keeps the lease,
+    // and nothing the holder left is rolled anywhere meanwhile (review A8).
+    const uint64_t now = leases.word(lease_index);
+    return shm::LeaseTable::pid_of(now) == 0 || shm::LeaseTable::gen_of(now) != lease_gen;
 }
 
 bool heal_entry_if_orphaned(NetworkStore& store, uint64_t entry_index, uint64_t entry_word) {
@@ -262,18 +281,27 @@ bool allocation_orphaned(NetworkStore& store, const SlotWord& sw) {
 bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t slot,
                            uint64_t slot_word) {
     const SlotWord sw = SlotWord::decode(slot_word);
+    // Every transition here is journaled like the owner's own (review A8). What keeps an
+    // address from two owners is the slot generation, not these records: any later owner's
+    // ALLOC has a higher generation and wins replay. What they keep is the journal's view equal
+    // to the arena's, so that a rebuild does not bring back an allocation nobody holds.
     if (sw.state == SlotState::kAllocated) {
         // Allocated to a tenancy that ended (rolled back by a healer that died before it got
-        // to this slot, and the entry reused since): nobody holds it.
-        return allocation_orphaned(store, sw) && slot_ops::roll_back(block, slot, slot_word);
+        // to this slot, and the entry reused since): nobody holds it. Best effort, as every
+        // ROLLBACK: without it a rebuild restores an allocation GC then releases.
+        if (!allocation_orphaned(store, sw)) return false;
+        journal_rollback(store, block, slot, slot_word);
+        return slot_ops::roll_back(block, slot, slot_word);
     }
     if (sw.state != SlotState::kClaiming && sw.state != SlotState::kReleasing) return false;
     if (!holder_gone(store, sw.lease_index, sw.lease_gen)) return false;
-    // A claim never committed (slots are published before their entry commits) and a release
-    // always completes.
+    // A claim never committed (slots are published before their entry commits; its ALLOC may
+    // be durable) and a release always completes.
     if (sw.state == SlotState::kClaiming) {
+        journal_rollback(store, block, slot, slot_word);
         slot_ops::roll_back(block, slot, slot_word);
     } else {
+        if (!journal_release(store, block, slot, slot_word)) return false;
         slot_ops::finish_release(block, slot, slot_word, base::boot_ns());
     }
     return true;

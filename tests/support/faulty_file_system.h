@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cerrno>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -106,6 +107,16 @@ class FaultyFileSystem final : public shm::FileSystem {
     std::set<std::string> unsynced_content_;  // appeared; their blocks never synced
     std::vector<std::pair<std::string, std::string>> unsynced_unlinks_;  // path, kept copy
     int kept_ = 0;
+};
+
+// The faulty file system, installed for the test's lifetime.
+struct InstalledFaultyFs {
+    explicit InstalledFaultyFs(const std::string& scratch) : fs(scratch) {
+        std::filesystem::create_directories(scratch);
+        shm::install_file_system(&fs);
+    }
+    ~InstalledFaultyFs() { shm::install_file_system(nullptr); }
+    FaultyFileSystem fs;
 };
 
 }  // namespace shmipam::testing

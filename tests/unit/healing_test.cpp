@@ -9,7 +9,9 @@
 #include "engine/recovery/recovery.h"
 #include "engine/slots/attachment_index.h"
 #include "engine/slots/slot_ops.h"
+#include "engine/state/journal_records.h"
 #include "shm/atomic_word.h"
+#include "tests/support/faulty_file_system.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
@@ -31,6 +33,17 @@ class HealingTest : public ::testing::Test {
     shm::BlockFile& block() { return **store->block_for(*IpAddress::parse("10.8.0.2"), true); }
     SlotState state(uint64_t slot) {
         return shm::SlotWord::decode(slot_ops::load_state(block(), slot)).state;
+    }
+
+    // The op of the journal's winning record for 10.8.0<suffix> (replay's view).
+    format::JournalOp newest_op(const std::string& suffix) {
+        auto scan = shm::Journal::scan(store->journal().dir());
+        EXPECT_TRUE(scan);
+        const IpAddress want = *IpAddress::parse("10.8.0" + suffix);
+        for (const auto& r : shm::Journal::newest_per_address(scan->records)) {
+            if (record_address(r) == want) return format::JournalOp(r.op);
+        }
+        return format::JournalOp(0);
     }
 
     // .2 .. .6 are usable: all five must be handed out, .2 (the planted one) included.
@@ -82,6 +95,36 @@ TEST_F(HealingTest, ASlotReleasingForAGoneLeaseRollsForward) {
         slot_ops::begin_release(block(), 2, slot_ops::load_state(block(), 2), 7, 3, &releasing));
     EXPECT_TRUE(heal_slot_if_orphaned(*store, block(), 2, releasing));
     EXPECT_EQ(state(2), SlotState::kCooling);
+    // Review finding A8: the healer finished the release with no record, so a rebuild brought
+    // back an attachment whose DEL had answered. Its record is the newest for .2 now.
+    EXPECT_EQ(newest_op(".2"), format::JournalOp::kRelease) << "the release was not journaled";
+}
+
+// Review finding A8: an ALLOCATED slot of a tenancy that ended went FREE with no record, and a
+// rebuild restored the allocation for nobody.
+TEST_F(HealingTest, AnOrphanedAllocationRolledBackIsJournaled) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .2
+    const Fingerprint fp = fingerprint("a", "eth0");
+    const EntryRef e = AttachmentIndex(store->index(), nullptr).find(fp).at(0);
+    // The tenancy ends under the slot (its rollback's healer died before reaching the slot).
+    ASSERT_TRUE(AttachmentIndex(store->index(), nullptr).retire(e.index, e.word));
+    EXPECT_TRUE(heal_slot_if_orphaned(*store, block(), 2, slot_ops::load_state(block(), 2)));
+    EXPECT_EQ(state(2), SlotState::kFree);
+    EXPECT_EQ(newest_op(".2"), format::JournalOp::kRollback) << "the rollback was not journaled";
+}
+
+// Review finding A8: a reaper that could not finish a dead holder's work kept its lease but
+// still said "dead", and the slot finder then rolled the holder's RELEASING slot forward with
+// no record. A slot whose release cannot be journaled now stays RELEASING.
+TEST_F(HealingTest, AHealerThatCannotJournalNeverFinishesAnOrphanedRelease) {
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .2
+    uint64_t releasing = 0;
+    ASSERT_TRUE(
+        slot_ops::begin_release(block(), 2, slot_ops::load_state(block(), 2), 7, 3, &releasing));
+    testing::InstalledFaultyFs faulty{dir.sub("kept")};
+    faulty.fs.fail(testing::FsCall::kWrite, 1, EIO, /*from_then_on=*/true);
+    EXPECT_FALSE(heal_slot_if_orphaned(*store, block(), 2, releasing));
+    EXPECT_EQ(state(2), SlotState::kReleasing) << "rolled forward without its record";
 }
 
 TEST_F(HealingTest, AnEntryClaimingForAGoneLeaseDoesNotBlockItsAttachment) {

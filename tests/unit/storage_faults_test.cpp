@@ -24,15 +24,7 @@ namespace {
 
 using testing::FsCall;
 
-// The faulty file system, installed for the test's lifetime.
-struct InstalledFaultyFs {
-    explicit InstalledFaultyFs(const std::string& scratch) : fs(scratch) {
-        std::filesystem::create_directories(scratch);
-        shm::install_file_system(&fs);
-    }
-    ~InstalledFaultyFs() { shm::install_file_system(nullptr); }
-    testing::FaultyFileSystem fs;
-};
+using testing::InstalledFaultyFs;
 
 NetworkConfig two_stack_config(const testing::TempDir& dir) {
     NetworkConfig cfg =
