@@ -77,6 +77,35 @@ bool Journal::record_valid(const JournalRecord& r, uint64_t expected_sequence) {
     return record_damage(r, expected_sequence).empty();
 }
 
+namespace {
+
+// The names-durable word (format.h, journal_names_durable): a window of 24 segments.
+constexpr unsigned kNameWindowBits = 24;
+constexpr uint64_t kNameWindowMask = (uint64_t{1} << kNameWindowBits) - 1;
+
+bool name_marked_durable(uint64_t word, uint64_t segment) {
+    const uint64_t first = word >> kNameWindowBits;
+    return segment >= first && segment - first < kNameWindowBits &&
+           ((word >> (segment - first)) & 1) != 0;
+}
+
+// `word` with `segment` marked, the window slid forward when it is past it; unchanged for a
+// segment before the window (its appenders sync again: slower, never wrong).
+uint64_t with_name_marked(uint64_t word, uint64_t segment) {
+    uint64_t first = word >> kNameWindowBits;
+    uint64_t bits = word & kNameWindowMask;
+    if (segment < first) return word;
+    if (segment - first >= kNameWindowBits) {
+        const uint64_t new_first = segment - (kNameWindowBits - 1);
+        const uint64_t shift = new_first - first;
+        bits = shift >= kNameWindowBits ? 0 : bits >> shift;
+        first = new_first;
+    }
+    return (first << kNameWindowBits) | bits | (uint64_t{1} << (segment - first));
+}
+
+}  // namespace
+
 Expected<int> Journal::segment_fd(uint64_t segment) {
     if (auto it = fds_.find(segment); it != fds_.end()) return it->second;
     const std::string name = segment_name(segment);
@@ -100,9 +129,10 @@ Expected<int> Journal::segment_fd(uint64_t segment) {
     if (fd < 0) return io_error("cannot open journal segment", path);
     // A segment someone else created: its creator may have died between link() and syncing
     // the directory, and a synced record in a file whose name is lost is lost. Once per segment
-    // (the shared word says when someone already did it).
+    // (the shared word says, per segment, when someone already did it: a directory sync covers
+    // only the names linked before it, so one segment's sync says nothing of another's).
     if (mode_ != SyncMode::kNone && !name_durable &&
-        (names_durable_ == nullptr || load_word(*names_durable_) <= segment)) {
+        (names_durable_ == nullptr || !name_marked_durable(load_word(*names_durable_), segment))) {
         if (auto st = fsync_dir(dir_); !st) {
             fs.close(fd);
             return st.error();
@@ -111,7 +141,8 @@ Expected<int> Journal::segment_fd(uint64_t segment) {
     }
     if (name_durable && names_durable_ != nullptr) {
         uint64_t seen = load_word(*names_durable_);
-        while (seen <= segment && !cas_word(*names_durable_, seen, segment + 1)) {
+        while (!name_marked_durable(seen, segment) &&
+               !cas_word(*names_durable_, seen, with_name_marked(seen, segment))) {
         }
     }
     fds_[segment] = fd;

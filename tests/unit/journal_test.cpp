@@ -8,6 +8,7 @@
 
 #include "engine/state/journal_records.h"
 #include "shm/crc32c.h"
+#include "tests/support/faulty_file_system.h"
 #include "tests/support/temp_dir.h"
 
 namespace shmipam {
@@ -182,6 +183,43 @@ TEST(Journal, AStrayOfARetiredIndexIsNeverReplayed) {
     EXPECT_EQ(newest[1].address[15], 3);
     EXPECT_EQ(newest[1].slot_gen, 1u) << "the stray's generation 9 won";
     EXPECT_EQ(newest[1].epoch, 0x2222u);
+}
+
+// Review finding A9: the names-durable word was a high-water mark. B's directory sync (for
+// segment 2, which B created) ran before C linked segment 1, yet raised the mark past 1; A, then
+// appending into segment 1, skipped the directory sync and answered, and a power cut took
+// segment 1's name with A's record. The word now marks segments one by one.
+TEST(Journal, ADirectorySyncForOneSegmentNeverVouchesForAnotherSegmentsName) {
+    testing::TempDir dir;
+    testing::InstalledFaultyFs faulty{dir.sub("kept")};
+    const std::string j = dir.sub("journal");
+    std::filesystem::create_directories(j);
+    ASSERT_EQ(faulty.fs.sync_dir(j), 0);  // the journal directory itself is durable
+    uint64_t names_durable = 0;           // the index header's shared word
+    const uint64_t seg = format::kJournalRecordsPerSegment;
+    // B creates segment 2 and syncs its name.
+    shm::Journal b(j, shm::SyncMode::kFdatasync);
+    b.set_names_durable_word(&names_durable);
+    uint64_t tail_b = 2 * seg;
+    std::vector<JournalRecord> rb{rec("10.0.0.2", 1)};
+    ASSERT_TRUE(b.append(tail_b, rb, {}));
+    // C links segment 1 and dies before syncing the directory (no sync at all, here).
+    shm::Journal c(j, shm::SyncMode::kNone);
+    uint64_t tail_c = seg;
+    std::vector<JournalRecord> rc{rec("10.0.0.3", 1)};
+    ASSERT_TRUE(c.append(tail_c, rc, {}));
+    // A appends into segment 1 and answers.
+    shm::Journal a(j, shm::SyncMode::kFdatasync);
+    a.set_names_durable_word(&names_durable);
+    uint64_t tail_a = seg + 1;
+    std::vector<JournalRecord> ra{rec("10.0.0.4", 1)};
+    ASSERT_TRUE(a.append(tail_a, ra, {}));
+    faulty.fs.drop_unsynced();  // the power goes
+    auto scan = shm::Journal::scan(j);
+    ASSERT_TRUE(scan) << scan.error().msg;
+    bool a_survived = false;
+    for (const auto& r : scan->records) a_survived = a_survived || r.sequence == seg + 1;
+    EXPECT_TRUE(a_survived) << "A's answered record was lost with segment 1's name";
 }
 
 TEST(Crc32c, MatchesTheStandardCheckValues) {
