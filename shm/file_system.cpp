@@ -63,8 +63,13 @@ class PosixFileSystem final : public FileSystem {
             return -1;
         }
         io_uring_prep_write(w, fd, buf, unsigned(len), uint64_t(off));
-        w->flags |= IOSQE_IO_LINK;  // a short write fails its CQE and cancels the sync
+        // Linked: the sync runs only after the whole write. A short write completes with a
+        // short *positive* count (not an error) and the sync with -ECANCELED; the write's CQE
+        // is told apart by its user_data and reported as the short write it is.
+        w->flags |= IOSQE_IO_LINK;
+        io_uring_sqe_set_data64(w, 1);
         io_uring_prep_fsync(s, fd, IORING_FSYNC_DATASYNC);
+        io_uring_sqe_set_data64(s, 2);
         if (const int rc = io_uring_submit_and_wait(ring, 2); rc < 0) {
             errno = -rc;
             return -1;
@@ -76,7 +81,13 @@ class PosixFileSystem final : public FileSystem {
                 errno = -rc;
                 return -1;
             }
-            if (cqe->res < 0 && first_error == 0) first_error = -cqe->res;
+            const bool is_write = io_uring_cqe_get_data64(cqe) == 1;
+            int err = cqe->res < 0 ? -cqe->res : 0;
+            if (is_write && cqe->res >= 0 && size_t(cqe->res) < len) err = EIO;  // short write
+            // The write's own error first: the sync's ECANCELED only says the write failed.
+            if (err != 0 && (first_error == 0 || (is_write && first_error == ECANCELED))) {
+                first_error = err;
+            }
             io_uring_cqe_seen(ring, cqe);
         }
         if (first_error != 0) {

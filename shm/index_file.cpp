@@ -4,9 +4,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <random>
 
 #include "base/clock.h"
+#include "base/unique_id.h"
 #include "shm/atomic_word.h"
 #include "shm/crc32c.h"
 #include "shm/file_system.h"
@@ -55,8 +55,7 @@ Expected<IndexFile> IndexFile::open_or_create(const std::string& dir, const Inde
         h->block_prefix_v4 = g.block_prefix_v4;
         h->block_prefix_v6 = g.block_prefix_v6;
         h->created_unix_ns = base::unix_ns();
-        std::random_device rd;
-        h->epoch = (uint64_t(rd()) << 32) ^ rd() ^ base::unix_ns();
+        h->epoch = base::unique_id();
         std::memcpy(h->boot_id, boot_id.data(), 16);
         if (!copy_fixed(h->data_dir, sizeof h->data_dir, who.data_dir) ||
             !copy_fixed(h->network, sizeof h->network, who.network)) {

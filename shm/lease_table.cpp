@@ -20,7 +20,10 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
     const size_t n = words_.size();
     // Start at a pid-dependent place so concurrent invocations rarely race for the same lease.
     const size_t start = size_t(self.pid) * 7919u % n;
-    for (int round = 0; round < 200; ++round) {
+    // Passes over the table for at most kAcquireSpinNs of CLOCK_BOOTTIME (a count of passes
+    // would mean microseconds on an idle core and seconds on a loaded one).
+    const uint64_t deadline = base::boot_ns() + kAcquireSpinNs;
+    for (int round = 0; round == 0 || base::boot_ns() < deadline; ++round) {
         for (size_t k = 0; k < n; ++k) {
             const size_t i = (start + k) % n;
             format::LeaseSide& l = sides_[i];

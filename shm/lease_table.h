@@ -36,6 +36,9 @@ class LeaseTable {
     LeaseTable(std::span<uint64_t> words, std::span<format::LeaseSide> sides)
         : words_(words), sides_(sides) {}
 
+    // How long one acquire passes over a full table before answering 11 (the caller reaps and
+    // tries again within its own bound).
+    static constexpr uint64_t kAcquireSpinNs = 20'000'000;
     // One CAS on a free lease; Code::kTryAgainLater when every lease is held by a live process.
     Expected<LeaseHandle> acquire(const ProcessIdentity& self);
     void release(const LeaseHandle& h);

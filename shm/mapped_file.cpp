@@ -2,7 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,9 +10,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 
+#include "base/clock.h"
 #include "base/fault_point.h"
+#include "base/unique_id.h"
 #include "shm/file_system.h"
 
 namespace shmipam::shm {
@@ -25,12 +26,20 @@ std::string temp_prefix(const std::string& name) {
 }
 
 std::string temp_name(const std::string& name) {
-    std::random_device rd;
-    return temp_prefix(name) + std::to_string(::getpid()) + "." + std::to_string(rd());
+    return temp_prefix(name) + std::to_string(::getpid()) + "." +
+           std::to_string(base::unique_id() >> 32);
 }
 
-// Looks at the files creators left aside (".<name>.tmp.<pid>.<n>"): removes those of dead pids
-// and says whether a live creator is at work.
+// A creator's temp file that nobody has locked for this long is abandoned: a live creator takes
+// its lock microseconds after creating the file, and keeps it until the file is published.
+constexpr uint64_t kUnlockedTempGraceNs = 100'000'000;
+// How long a first caller waits for another creator's file before building its own.
+constexpr uint64_t kCreatorWaitNs = 2'000'000'000;
+
+// Looks at the files creators left aside (".<name>.tmp.<pid>.<n>"): removes those whose creator
+// is gone and says whether a live creator is at work. Liveness is the creator's flock on its
+// file, which the kernel drops when it dies, in any pid namespace; a pid would be reused, or
+// name a process of another namespace, and make a dead creator look alive for good.
 bool sweep_creators_files(const std::string& dir, const std::string& name) {
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) return false;
@@ -39,12 +48,20 @@ bool sweep_creators_files(const std::string& dir, const std::string& name) {
     while (dirent* ent = ::readdir(d)) {
         const std::string n = ent->d_name;
         if (n.compare(0, prefix.size(), prefix) != 0) continue;
-        const long pid = std::strtol(n.c_str() + prefix.size(), nullptr, 10);
-        if (pid <= 0 || pid == long(::getpid())) continue;
-        if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
-            file_system().unlink(dir + "/" + n);
-        } else {
+        const std::string path = dir + "/" + n;
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;  // published or removed meanwhile
+        struct stat sb {};
+        const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        const bool fresh = ::fstat(fd, &sb) == 0 &&
+                           base::unix_ns() < uint64_t(sb.st_mtim.tv_sec) * 1'000'000'000u +
+                                                 uint64_t(sb.st_mtim.tv_nsec) +
+                                                 kUnlockedTempGraceNs;
+        ::close(fd);
+        if (locked || fresh) {
             live = true;
+        } else {
+            file_system().unlink(path);
         }
     }
     ::closedir(d);
@@ -56,7 +73,8 @@ bool sweep_creators_files(const std::string& dir, const std::string& name) {
 // (correctness never depends on this: link() decides, and a dead creator is not waited for).
 bool wait_for_other_creator(const std::string& dir, const std::string& name,
                             const std::string& final_path) {
-    for (int i = 0; i < 2000; ++i) {
+    const uint64_t deadline = base::boot_ns() + kCreatorWaitNs;
+    while (base::boot_ns() < deadline) {
         if (file_exists(final_path)) return true;
         if (!sweep_creators_files(dir, name)) return false;
         ::usleep(1000);
@@ -107,6 +125,7 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
     FileSystem& fs = file_system();
     int fd = fs.open(tmp_path, O_RDWR | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return io_error("cannot create", tmp_path, errno);
+    (void)::flock(fd, LOCK_EX | LOCK_NB);  // says "at work" to the sweeps of other creators
     auto fail = [&](Error e) -> Expected<Publish> {
         fs.close(fd);
         fs.unlink(tmp_path);
@@ -130,6 +149,15 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
             fs.close(fd);
             fs.unlink(tmp_path);
             return Publish::kAlreadyExisted;
+        }
+        if (err == ENOENT && !file_exists(tmp_path)) {
+            // Swept by another creator that judged it abandoned (we were descheduled for
+            // longer than the grace between creating it and locking it): try again.
+            fs.close(fd);
+            return make_error(Code::kTryAgainLater,
+                              "a file being created was removed by another "
+                              "invocation that judged it abandoned",
+                              tmp_path);
         }
         return fail(io_error("cannot publish", final_path, err));
     }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "engine/recovery/recovery.h"
 #include "engine/slots/attachment_index.h"
@@ -25,8 +26,12 @@ class LeaseGuard {
     LeaseGuard(const LeaseGuard&) = delete;
     LeaseGuard& operator=(const LeaseGuard&) = delete;
 
+    // At most kWaitNs of CLOCK_BOOTTIME for a lease of a full table (each try spins up to
+    // LeaseTable::kAcquireSpinNs; dead holders are reaped between tries); then 11.
+    static constexpr uint64_t kWaitNs = 500'000'000;
     Status acquire() {
-        for (int attempt = 0; attempt < 3; ++attempt) {
+        const uint64_t deadline = base::boot_ns() + kWaitNs;
+        for (int attempt = 0; attempt == 0 || base::boot_ns() < deadline; ++attempt) {
             auto h = store_.index().leases().acquire(store_.self());
             if (h) {
                 handle_ = *h;
@@ -35,7 +40,7 @@ class LeaseGuard {
                 return Ok{};
             }
             // Full: dead holders may be hogging leases.
-            if (reap_dead_leases(store_) == 0) usleep(10'000);
+            if (reap_dead_leases(store_) == 0 && base::boot_ns() < deadline) usleep(10'000);
         }
         return make_error(Code::kTryAgainLater, "every lease of the network is held");
     }
