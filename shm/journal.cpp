@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "base/fault_point.h"
 #include "shm/atomic_word.h"
@@ -180,21 +181,37 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
         seal(records[i]);
     }
     SHMIPAM_FAULT("journal.after_reserve");
-    // Contiguous records of one segment go in one write and one sync.
+    // Contiguous records of one segment go in one write and one sync. An append that fails
+    // part way (its second segment cannot be created on a full disk) takes back what it wrote:
+    // zeros over its own slots (no new space needed), so that the journal does not keep half
+    // of a claim its caller is about to roll back, with no room left to journal the rollback.
+    struct Written {
+        int fd;
+        off_t off;
+        size_t bytes;
+    };
+    std::vector<Written> written;
+    auto take_back = [&](Error e) -> Status {
+        for (const Written& w : written) {
+            const std::vector<char> zeros(w.bytes, 0);
+            (void)file_system().pwrite(w.fd, zeros.data(), w.bytes, w.off);
+        }
+        return e;
+    };
     size_t i = 0;
     while (i < records.size()) {
         const uint64_t seg = records[i].sequence / kJournalRecordsPerSegment;
         size_t j = i + 1;
         while (j < records.size() && records[j].sequence / kJournalRecordsPerSegment == seg) ++j;
         auto fd = segment_fd(seg);
-        if (!fd) return fd.error();
+        if (!fd) return take_back(fd.error());
         const off_t off =
             off_t((records[i].sequence % kJournalRecordsPerSegment) * sizeof(JournalRecord));
-        if (auto st = write_durably(*fd, &records[i], (j - i) * sizeof(JournalRecord), off, mode_,
-                                    &used_);
-            !st) {
-            return st;
+        const size_t bytes = (j - i) * sizeof(JournalRecord);
+        if (auto st = write_durably(*fd, &records[i], bytes, off, mode_, &used_); !st) {
+            return take_back(st.error());
         }
+        written.push_back({*fd, off, bytes});
         i = j;
     }
     SHMIPAM_FAULT("journal.after_sync");

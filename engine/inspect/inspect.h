@@ -73,6 +73,7 @@ struct VerifyReport {
     std::vector<Violation> violations;
     uint64_t journal_records = 0;
     uint64_t journal_invalid = 0;  // damaged or torn records (skipped by replay; counted only)
+    uint64_t journal_strays = 0;   // late records of retired indexes (skipped by replay)
     uint64_t hint_mismatches = 0;  // bitmap bits that disagree with slots (harmless, counted)
     uint64_t slots_checked = 0;
     uint64_t entries_checked = 0;

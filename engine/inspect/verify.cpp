@@ -1,7 +1,10 @@
 // verify: every invariant of the arenas, the index and the journal, each violation named by a
 // stable kind. Read-only.
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "base/clock.h"
 #include "engine/inspect/inspect.h"
@@ -30,6 +33,44 @@ bool lease_live(NetworkStore& store, uint16_t index, uint16_t gen) {
     const uint64_t w = leases.word(index);
     if (shm::LeaseTable::pid_of(w) == 0 || shm::LeaseTable::gen_of(w) != gen) return false;
     return leases.judge(index, w, store.self()) == shm::Holder::kAlive;
+}
+
+std::string attachment_of(const format::JournalRecord& r) {
+    return fixed(r.container_id, sizeof r.container_id) + "/" + fixed(r.ifname, sizeof r.ifname);
+}
+
+// The journal's own view, which a rebuild will act on, not the arena's: per address, in replay
+// order (slot generation, then sequence), an ALLOC while the address is still allocated in the
+// same boot to another attachment means two owners at once (review A3 gave one address to three
+// pods, and verify, reading only the arena, stayed clean). An earlier boot's ALLOC is not live:
+// a rebuild reclaims it.
+template <typename Add>
+void check_journal_history(const std::vector<format::JournalRecord>& records, Add&& add) {
+    std::map<std::pair<uint8_t, u128>, std::vector<const format::JournalRecord*>> by_address;
+    for (const auto& r : records) {
+        by_address[{r.family, record_address(r).value}].push_back(&r);
+    }
+    for (auto& [key, recs] : by_address) {
+        std::sort(recs.begin(), recs.end(), [](const auto* x, const auto* y) {
+            return std::tie(x->slot_gen, x->sequence) < std::tie(y->slot_gen, y->sequence);
+        });
+        const format::JournalRecord* live = nullptr;  // the ALLOC holding it, if any
+        for (const format::JournalRecord* r : recs) {
+            if (r->op != uint8_t(format::JournalOp::kAlloc)) {
+                live = nullptr;
+                continue;
+            }
+            if (live != nullptr && std::memcmp(live->boot_id, r->boot_id, 16) == 0 &&
+                (live->fp1 != r->fp1 || live->fp2 != r->fp2)) {
+                add("journal-duplicate",
+                    record_address(*r).to_string() + " was allocated to " + attachment_of(*r) +
+                        " (record " + std::to_string(r->sequence) +
+                        ") while the journal still had it allocated to " + attachment_of(*live) +
+                        " (record " + std::to_string(live->sequence) + ")");
+            }
+            live = r;
+        }
+    }
 }
 
 }  // namespace
@@ -130,7 +171,9 @@ Expected<VerifyReport> verify(NetworkStore& store) {
     if (!scan) return scan.error();
     rep.journal_records = scan->records.size();
     rep.journal_invalid = scan->invalid;
+    rep.journal_strays = scan->strays;
     const auto newest = newest_records(scan->records);
+    check_journal_history(scan->records, add);
 
     // Slots: valid states, owners that hold them, no stuck transitions.
     auto blocks = store.all_blocks();
@@ -183,6 +226,31 @@ Expected<VerifyReport> verify(NetworkStore& store) {
             add("orphan-allocation",
                 a.to_string() + " is allocated but no committed attachment holds it");
         }
+    }
+
+    // The other direction: an allocation of this boot that the journal's newest record keeps
+    // but the arena does not hold. A rebuild would bring it back for an attachment the runtime
+    // may have deleted, or beside the address's new owner.
+    for (const auto& [key, r] : newest) {
+        if (r->op != uint8_t(format::JournalOp::kAlloc) ||
+            std::memcmp(r->boot_id, store.boot_id().data(), 16) != 0) {
+            continue;
+        }
+        const IpAddress a = record_address(*r);
+        auto block = store.block_for(a, false);
+        if (!block) return block.error();
+        const SlotState st =
+            *block == nullptr
+                ? SlotState::kFree
+                : SlotWord::decode(slot_ops::load_state(**block, store.slot_of(a))).state;
+        if (st == SlotState::kAllocated || st == SlotState::kClaiming ||
+            st == SlotState::kReleasing) {
+            continue;  // held, or a transition verify judges above
+        }
+        add("unapplied-journal-allocation",
+            a.to_string() + " is " + slot_state_name(st) + " but the journal's newest record (" +
+                std::to_string(r->sequence) + ") allocates it to " + attachment_of(*r) +
+                ": a rebuild would bring it back");
     }
     return rep;
 }

@@ -68,6 +68,7 @@ json verify_to_json(const engine::VerifyReport& r) {
     out["hintMismatches"] = r.hint_mismatches;
     out["journalRecords"] = r.journal_records;
     out["journalInvalidRecords"] = r.journal_invalid;
+    out["journalStrayRecords"] = r.journal_strays;
     out["violations"] = json::array();
     for (const auto& v : r.violations)
         out["violations"].push_back({{"kind", v.kind}, {"detail", v.detail}});

@@ -83,7 +83,8 @@ std::string verify_to_text(const engine::VerifyReport& r) {
            ": " + std::to_string(r.slots_checked) + " slots, " + std::to_string(r.entries_checked) +
            " attachments, " + std::to_string(r.journal_records) + " journal records checked (" +
            std::to_string(r.hint_mismatches) + " stale bitmap hints, " +
-           std::to_string(r.journal_invalid) + " damaged journal records skipped)\n";
+           std::to_string(r.journal_invalid) + " damaged journal records and " +
+           std::to_string(r.journal_strays) + " stray records of retired indexes skipped)\n";
     return out;
 }
 
