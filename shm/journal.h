@@ -64,7 +64,8 @@ class Journal {
         uint64_t covered = 0;      // what the newest checkpoint covers (0: none)
         uint64_t epoch = 0;        // the newest checkpoint's epoch (0: none or unknown)
         // Valid records a retired index's writer wrote late: below the checkpoint's coverage
-        // (not in it), or past it with another epoch. Skipped; verify lists them.
+        // (not in it; counted only when a reporter is given), or past it with another epoch.
+        // Skipped; verify counts them.
         uint64_t strays = 0;
     };
     // Where a rebuilt index starts appending: a whole segment past the first segment nobody has

@@ -200,7 +200,9 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t bel
                 // writing; a record there that it lacks came later, from a retired index's
                 // writer. Past it, only the checkpoint's epoch appends (review A4).
                 if (seq < out.covered) {
-                    under_checkpoint.push_back(r);
+                    // Told apart from the superseded ones only for inspection (a reporter
+                    // asks): it costs a pass over every record, on the compaction path too.
+                    if (report) under_checkpoint.push_back(r);
                     continue;
                 }
                 if (out.epoch != 0 && r.epoch != 0 && r.epoch != out.epoch) {
@@ -214,6 +216,7 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t bel
         if (vanished) continue;
         // Below the checkpoint, a record older than the checkpoint's for its address is one it
         // superseded (normal); one that would win is a stray.
+        if (under_checkpoint.empty()) return out;
         const auto kept = newest_per_address(out.records);
         for (const JournalRecord& r : under_checkpoint) {
             auto by_address = [](const JournalRecord& x, const JournalRecord& y) {

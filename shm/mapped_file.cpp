@@ -92,17 +92,15 @@ Expected<MappedFile> MappedFile::open(const std::string& path, Access access) {
     if (sb.st_size == 0) return make_error(Code::kArenaDamaged, "empty state file: " + path);
     MappedFile f;
     try {
-        bip::file_mapping fm(path.c_str(), mode);
-        // The identity of the file actually mapped (the name may have moved since the stat).
+        f.file_ = bip::file_mapping(path.c_str(), mode);
+        // The size of the file actually opened (the name may have moved since the stat).
         struct stat mapped {};
-        if (::fstat(fm.get_mapping_handle().handle, &mapped) != 0) {
+        if (::fstat(f.file_.get_mapping_handle().handle, &mapped) != 0) {
             return io_error("cannot stat", path, errno);
         }
         if (mapped.st_size == 0)
             return make_error(Code::kArenaDamaged, "empty state file: " + path);
-        f.dev_ = uint64_t(mapped.st_dev);
-        f.ino_ = uint64_t(mapped.st_ino);
-        f.region_ = bip::mapped_region(fm, mode, 0, size_t(mapped.st_size));
+        f.region_ = bip::mapped_region(f.file_, mode, 0, size_t(mapped.st_size));
     } catch (const bip::interprocess_exception& e) {
         return make_error(Code::kIo, "cannot map " + path + ": " + e.what());
     }
@@ -112,8 +110,7 @@ Expected<MappedFile> MappedFile::open(const std::string& path, Access access) {
 
 bool MappedFile::still_at_path() const {
     struct stat sb {};
-    if (::stat(path_.c_str(), &sb) != 0) return false;
-    return uint64_t(sb.st_dev) == dev_ && uint64_t(sb.st_ino) == ino_;
+    return ::fstat(file_.get_mapping_handle().handle, &sb) == 0 && sb.st_nlink > 0;
 }
 
 Expected<Publish> create_published(const std::string& dir, const std::string& name, size_t bytes,

@@ -31,16 +31,16 @@ class MappedFile {
     std::byte* data() const { return static_cast<std::byte*>(region_.get_address()); }
     size_t size() const { return region_.get_size(); }
     const std::string& path() const { return path_; }
-    // Whether `path` still names the file this maps (same device and inode): a state directory
-    // removed and rebuilt, or a retired file unlinked and replaced, leaves the mapping valid but
-    // of a file nobody else will open again. One stat(2).
+    // Whether the file this maps still has a name: a state directory removed (and perhaps
+    // rebuilt), or a retired file unlinked, leaves the mapping valid but of a file nobody will
+    // open again. State files have one name, never renamed over, so a link count of zero is the
+    // test. One fstat(2) of the descriptor kept open (no path walk: this is on every ADD).
     bool still_at_path() const;
 
   private:
+    boost::interprocess::file_mapping file_;  // keeps the descriptor
     boost::interprocess::mapped_region region_;
     std::string path_;
-    uint64_t dev_ = 0;
-    uint64_t ino_ = 0;
 };
 
 enum class Publish { kCreated, kAlreadyExisted };

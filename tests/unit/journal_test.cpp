@@ -174,7 +174,7 @@ TEST(Journal, AStrayOfARetiredIndexIsNeverReplayed) {
     std::vector<JournalRecord> far_stray{rec("10.0.0.4", 9)};
     ASSERT_TRUE(old_index.append(far, far_stray, {}));
 
-    auto after = shm::Journal::scan(dir.path());
+    auto after = shm::Journal::scan(dir.path(), UINT64_MAX, [](const auto&) {});
     ASSERT_TRUE(after) << after.error().msg;
     EXPECT_EQ(after->strays, 2u);
     const auto newest = shm::Journal::newest_per_address(after->records);
