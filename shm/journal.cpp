@@ -224,7 +224,10 @@ Status Journal::compact(const std::string& dir, uint64_t covered,
     const std::string name = checkpoint_name(covered, epoch);
     const size_t bytes = std::max<size_t>(1, records.size()) * sizeof(JournalRecord);
     auto made = create_published(dir, name, bytes, [&](std::span<std::byte> mem) -> Status {
-        std::memcpy(mem.data(), records.data(), records.size() * sizeof(JournalRecord));
+        // An empty checkpoint (a new network's) is one zeroed record, which readers skip.
+        if (!records.empty()) {
+            std::memcpy(mem.data(), records.data(), records.size() * sizeof(JournalRecord));
+        }
         return Ok{};
     });
     if (!made) return made.error();
