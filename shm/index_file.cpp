@@ -146,8 +146,9 @@ Status IndexFile::bind(std::byte* base, size_t size, const std::string& path,
     auto* words = reinterpret_cast<uint64_t*>(base + h->lease_offset);
     auto* sides = reinterpret_cast<format::LeaseSide*>(base + h->lease_offset +
                                                        h->lease_count * sizeof(uint64_t));
-    leases_ = LeaseTable(std::span<uint64_t>(words, h->lease_count),
-                         std::span<format::LeaseSide>(sides, h->lease_count));
+    leases_ =
+        LeaseTable(std::span<uint64_t>(words, h->lease_count),
+                   std::span<format::LeaseSide>(sides, h->lease_count), map_.fd(), h->lease_offset);
     entries_ = reinterpret_cast<format::Entry*>(base + h->entries_offset);
     return Ok{};
 }

@@ -158,17 +158,35 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
     // The intent is a Dekker handshake with the compactor (both sides seq_cst): either it sees
     // our intent, or our fetch-add comes after its read of the tail, so every record we reserve
     // is at or past the boundary it compacts below.
+    // Cleared by a CAS from the value we stored: a holder judged dead while it still ran (it
+    // cannot be, with kernel-held leases, but the word is shared) never clears the intent of
+    // the lease's next holder (review A5).
     struct IntentScope {
-        uint64_t* word;
+        uint64_t* word = nullptr;
+        uint64_t stored = 0;
         ~IntentScope() {
-            if (word != nullptr)
-                std::atomic_ref<uint64_t>(*word).store(0, std::memory_order_release);
+            if (word != nullptr) {
+                std::atomic_ref<uint64_t>(*word).compare_exchange_strong(stored, 0,
+                                                                         std::memory_order_seq_cst);
+            }
         }
-    } scope{intent.word};
+    } scope;
     if (intent.word != nullptr) {
         const uint64_t seen = tail.load(std::memory_order_seq_cst);
-        std::atomic_ref<uint64_t>(*intent.word)
-            .store(LeaseTable::make_intent(intent.lease_gen, seen), std::memory_order_seq_cst);
+        const uint64_t mine = LeaseTable::make_intent(intent.lease_gen, seen);
+        std::atomic_ref<uint64_t> word(*intent.word);
+        uint64_t cur = word.load(std::memory_order_seq_cst);
+        for (;;) {
+            if (intent.lease_word != nullptr &&
+                LeaseTable::gen_of(std::atomic_ref<const uint64_t>(*intent.lease_word)
+                                       .load(std::memory_order_seq_cst)) != intent.lease_gen) {
+                return make_error(Code::kTryAgainLater,
+                                  "this invocation's lease was freed under it: nothing appended");
+            }
+            if (word.compare_exchange_strong(cur, mine, std::memory_order_seq_cst)) break;
+        }
+        scope.stored = mine;
+        scope.word = intent.word;
         SHMIPAM_FAULT("journal.after_intent");
     }
     const uint64_t first = tail.fetch_add(records.size(), std::memory_order_seq_cst);

@@ -22,6 +22,9 @@ namespace shmipam::shm {
 struct JournalIntent {
     uint64_t* word = nullptr;
     uint16_t lease_gen = 0;
+    // The lease word itself: an appender whose lease is no longer at its generation (freed
+    // under it) never publishes over the next holder's intent; the append answers 11.
+    const uint64_t* lease_word = nullptr;
 };
 
 class Journal {

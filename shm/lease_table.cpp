@@ -1,7 +1,7 @@
 #include "shm/lease_table.h"
 
+#include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 
 #include <cerrno>
 
@@ -14,6 +14,46 @@ namespace shmipam::shm {
 
 uint16_t LeaseHandle::gen16() const {
     return LeaseTable::gen_of(word);
+}
+
+LeaseTable::LeaseTable(std::span<uint64_t> words, std::span<format::LeaseSide> sides, int lock_fd,
+                       uint64_t words_offset)
+    : words_(words),
+      sides_(sides),
+      lock_fd_(lock_fd),
+      words_offset_(words_offset),
+      mine_(std::make_shared<std::vector<std::atomic<uint64_t>>>(words.size())) {}
+
+namespace {
+
+struct flock byte_lock(short type, uint64_t offset) {
+    struct flock fl {};
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = off_t(offset);
+    fl.l_len = 1;
+    return fl;
+}
+
+}  // namespace
+
+bool LeaseTable::lock_byte(uint32_t index) const {
+    if (lock_fd_ < 0) return true;
+    struct flock fl = byte_lock(F_WRLCK, words_offset_ + uint64_t(index) * sizeof(uint64_t));
+    return ::fcntl(lock_fd_, F_OFD_SETLK, &fl) == 0;
+}
+
+void LeaseTable::unlock_byte(uint32_t index) const {
+    if (lock_fd_ < 0) return;
+    struct flock fl = byte_lock(F_UNLCK, words_offset_ + uint64_t(index) * sizeof(uint64_t));
+    (void)::fcntl(lock_fd_, F_OFD_SETLK, &fl);
+}
+
+bool LeaseTable::byte_locked_elsewhere(uint32_t index) const {
+    if (lock_fd_ < 0) return true;  // no lock to ask: never guess death
+    struct flock fl = byte_lock(F_WRLCK, words_offset_ + uint64_t(index) * sizeof(uint64_t));
+    if (::fcntl(lock_fd_, F_OFD_GETLK, &fl) != 0) return true;  // cannot tell: alive
+    return fl.l_type != F_UNLCK;
 }
 
 Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
@@ -29,20 +69,27 @@ Expected<LeaseHandle> LeaseTable::acquire(const ProcessIdentity& self) {
             format::LeaseSide& l = sides_[i];
             uint64_t w = load_word(words_[i]);
             if (pid_of(w) != 0) continue;
+            // The byte first: held by someone else means a holder between its freeing CAS and
+            // its unlock, or one about to CAS: either way, not ours to take.
+            if (!lock_byte(uint32_t(i))) continue;
             const uint64_t mine =
                 make_word(self.pid, uint16_t(gen_of(w) + 1), self.pidns_tag, self.start_ticks);
-            if (cas_word(words_[i], w, mine)) {
-                SHMIPAM_FAULT("lease.after_cas");
-                // The side fields are stamped with the lease generation: until these stores
-                // land, a reader sees the previous holder's stamp and treats them as unknown.
-                const uint16_t gen = gen_of(mine);
-                // acquired before tag: a reader that sees the tag also sees the time.
-                store_word(l.target, 0);
-                store_word(l.journal_intent, 0);
-                store_word(l.acquired_boot_ms, stamp::pack(gen, base::boot_ns() / 1'000'000));
-                store_word(l.tag, stamp::pack(gen, self.pidns_tag));
-                return LeaseHandle{uint32_t(i), mine};
+            if (mine_) (*mine_)[i].store(mine, std::memory_order_relaxed);
+            if (!cas_word(words_[i], w, mine)) {
+                if (mine_) (*mine_)[i].store(0, std::memory_order_relaxed);
+                unlock_byte(uint32_t(i));
+                continue;
             }
+            SHMIPAM_FAULT("lease.after_cas");
+            // The side fields are stamped with the lease generation: until these stores land, a
+            // reader sees the previous holder's stamp and treats them as unknown.
+            const uint16_t gen = gen_of(mine);
+            // acquired before tag: a reader that sees the tag also sees the time.
+            store_word(l.target, 0);
+            store_word(l.journal_intent, 0);
+            store_word(l.acquired_boot_ms, stamp::pack(gen, base::boot_ns() / 1'000'000));
+            store_word(l.tag, stamp::pack(gen, self.pidns_tag));
+            return LeaseHandle{uint32_t(i), mine};
         }
         // Every lease is held: hundreds of live invocations, or dead ones nobody reaped yet. The
         // caller's recovery reaps dead ones between attempts; here we only back off.
@@ -56,6 +103,8 @@ void LeaseTable::release(const LeaseHandle& h) {
     uint64_t w = h.word;
     const uint64_t freed = LeaseWord::free(gen_of(h.word));
     cas_word(words_[h.index], w, freed);
+    if (mine_) (*mine_)[h.index].store(0, std::memory_order_relaxed);
+    unlock_byte(h.index);  // after the freeing CAS: a judge never sees our word unlocked
 }
 
 bool LeaseTable::free_if_unchanged(uint32_t index, uint64_t word) {
@@ -83,41 +132,15 @@ uint64_t LeaseTable::target(uint32_t index) const {
     return load_word(sides_[index].target);
 }
 
-Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity& self) const {
-    const pid_t pid = pid_of(w);
-    if (pid == 0) return Holder::kFree;
-    // Our own lease (the common case in every scan): no clock, no syscall.
-    if (pid == self.pid && LeaseWord::start_of(w) == (self.start_ticks & LeaseWord::kStartMask) &&
-        LeaseWord::ns_of(w) == LeaseWord::ns_hash(self.pidns_tag)) {
-        return Holder::kAlive;
-    }
-    const format::LeaseSide& l = sides_[index];
-    const uint16_t gen = gen_of(w);
-    const uint64_t acquired = stamp::value_if_stamped_by(gen, load_word(l.acquired_boot_ms));
-    const uint64_t tag = stamp::value_if_stamped_by(gen, load_word(l.tag));
-    const uint64_t now = base::boot_ns() / 1'000'000;
-    const uint64_t age = (acquired != 0 && now > acquired) ? now - acquired : 0;
-    // Another pid namespace: its pids mean nothing here, only time can tell. The full tag is
-    // known once stamped; before that, the 4-bit hash in the word says it.
-    const uint64_t my_tag = stamp::value_of(self.pidns_tag);
-    const bool foreign =
-        tag != 0 ? tag != my_tag : LeaseWord::ns_of(w) != LeaseWord::ns_hash(self.pidns_tag);
-    if (foreign)
-        return acquired != 0 && age > kForeignLeaseTimeoutMs ? Holder::kDead : Holder::kAlive;
-    if (::kill(pid, 0) != 0 && errno == ESRCH) return Holder::kDead;
-    // EPERM or success: a process with that pid exists. It may be the holder, a zombie holder,
-    // or another process that reused the pid. /proc tells, but costs a file read: only ask for
-    // leases held longer than an invocation takes, or whose acquisition time was never written.
-    if (acquired != 0 && age < kProcCheckAfterMs) return Holder::kAlive;
-    const ProcStat st = read_proc_stat(pid);
-    if (st.lookup == ProcStat::Lookup::kGone) return Holder::kDead;
-    if (st.lookup == ProcStat::Lookup::kUnknown) return Holder::kAlive;  // never guess death
-    if (st.state == 'Z' || st.state == 'X') return Holder::kDead;
-    // A holder that could not read its own start time recorded 0: then only death shows.
-    if (LeaseWord::start_of(w) != 0 &&
-        (st.start_ticks & LeaseWord::kStartMask) != LeaseWord::start_of(w))
-        return Holder::kDead;
-    return Holder::kAlive;
+Holder LeaseTable::judge(uint32_t index, uint64_t w, const ProcessIdentity&) const {
+    if (pid_of(w) == 0) return Holder::kFree;
+    // Ours (the common case in every scan): no syscall.
+    if (mine_ && (*mine_)[index].load(std::memory_order_relaxed) == w) return Holder::kAlive;
+    // Its holder locked the byte before its CAS and unlocks it only after freeing: unlocked
+    // with the word still held means the kernel dropped the lock, at the holder's death. (A
+    // judge that read the word just before a live holder freed it and unlocked sees "dead" for
+    // a word that is already free: whatever it does next is a CAS from that word, which fails.)
+    return byte_locked_elsewhere(index) ? Holder::kAlive : Holder::kDead;
 }
 
 }  // namespace shmipam::shm

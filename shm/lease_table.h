@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "base/status.h"
 #include "shm/codec.h"
@@ -25,25 +27,32 @@ struct LeaseHandle {
 
 enum class Holder { kFree, kAlive, kDead };
 
+// Liveness is held by the kernel (review A5), as LMDB's reader table does with byte locks: a
+// holder keeps an open-file-description lock (F_OFD_SETLK, never waiting) on its lease word's
+// first byte of the index file from before its acquiring CAS until after its freeing CAS. The
+// kernel drops it when the holder dies, in any pid namespace, and never while it lives (stopped,
+// slow or swapped out); a judge asks F_OFD_GETLK. Pids, start times and namespaces only label.
 class LeaseTable {
   public:
-    // Leases whose holder is in another pid namespace cannot be judged by pid; they expire after
-    // this long (documented in docs/claim-protocol.md).
-    static constexpr uint64_t kForeignLeaseTimeoutMs = 60'000;
-    // A live pid is checked against /proc for reuse (start time, zombie) once a lease is this old.
-    static constexpr uint64_t kProcCheckAfterMs = 1'000;
-
     LeaseTable(std::span<uint64_t> words, std::span<format::LeaseSide> sides)
         : words_(words), sides_(sides) {}
+    // `lock_fd` is a descriptor of the index file (its own open file description) and
+    // `words_offset` where the lease words start in it. Without one (an index built aside,
+    // which nobody else sees), nothing is locked and a held lease is judged alive.
+    LeaseTable(std::span<uint64_t> words, std::span<format::LeaseSide> sides, int lock_fd,
+               uint64_t words_offset);
 
     // How long one acquire passes over a full table before answering 11 (the caller reaps and
     // tries again within its own bound).
     static constexpr uint64_t kAcquireSpinNs = 20'000'000;
-    // One CAS on a free lease; Code::kTryAgainLater when every lease is held by a live process.
+    // The lease's byte lock, then one CAS on a free lease; Code::kTryAgainLater when every lease
+    // is held by a live process.
     Expected<LeaseHandle> acquire(const ProcessIdentity& self);
     void release(const LeaseHandle& h);
 
-    // Whether the lease's holder (as of word) is alive, judged from this process.
+    // Whether the lease's holder (as of word) is alive: ours (acquired through this table and
+    // not freed), or its byte locked by another open file description. `self` is unused (kept
+    // for the callers' symmetry with acquire).
     Holder judge(uint32_t index, uint64_t word, const ProcessIdentity& self) const;
 
     // Frees a dead holder's lease after its work was recovered; false if it changed meanwhile.
@@ -57,6 +66,8 @@ class LeaseTable {
     // and the tail it read just before reserving, and clears when its records are written.
     static uint64_t make_intent(uint16_t lease_gen, uint64_t tail);
     uint64_t& intent_word(uint32_t index) { return sides_[index].journal_intent; }
+    format::LeaseSide& side(uint32_t index) { return sides_[index]; }
+    const uint64_t& word_ref(uint32_t index) const { return words_[index]; }
     // The tail held by the intent of lease `index` if its stamp is the holder's of `word`: a
     // stamp of an earlier holder is stale (that holder finished, or died and was reaped).
     std::optional<uint64_t> intent_of(uint32_t index, uint64_t word) const;
@@ -82,8 +93,17 @@ class LeaseTable {
     }
 
   private:
+    bool lock_byte(uint32_t index) const;
+    void unlock_byte(uint32_t index) const;
+    bool byte_locked_elsewhere(uint32_t index) const;
+
     std::span<uint64_t> words_;
     std::span<format::LeaseSide> sides_;
+    int lock_fd_ = -1;
+    uint64_t words_offset_ = 0;
+    // The word of each lease this table (its open file description) holds, 0 for none: our own
+    // locks never conflict with our own F_OFD_GETLK, so ours are told by this.
+    std::shared_ptr<std::vector<std::atomic<uint64_t>>> mine_;
 };
 
 }  // namespace shmipam::shm

@@ -93,6 +93,9 @@ Expected<MappedFile> MappedFile::open(const std::string& path, Access access) {
     MappedFile f;
     try {
         f.file_ = bip::file_mapping(path.c_str(), mode);
+        // Kept open for the process's life: never inherited by a program it starts (its lease
+        // locks would outlive it there).
+        (void)::fcntl(f.file_.get_mapping_handle().handle, F_SETFD, FD_CLOEXEC);
         // The size of the file actually opened (the name may have moved since the stat).
         struct stat mapped {};
         if (::fstat(f.file_.get_mapping_handle().handle, &mapped) != 0) {
@@ -106,6 +109,10 @@ Expected<MappedFile> MappedFile::open(const std::string& path, Access access) {
     }
     f.path_ = path;
     return f;
+}
+
+int MappedFile::fd() const {
+    return path_.empty() ? -1 : int(file_.get_mapping_handle().handle);
 }
 
 bool MappedFile::still_at_path() const {

@@ -36,6 +36,9 @@ class MappedFile {
     // open again. State files have one name, never renamed over, so a link count of zero is the
     // test. One fstat(2) of the descriptor kept open (no path walk: this is on every ADD).
     bool still_at_path() const;
+    // The descriptor kept open (its own open file description: the lease table's byte locks
+    // are on it); -1 for a file not opened through open().
+    int fd() const;
 
   private:
     boost::interprocess::file_mapping file_;  // keeps the descriptor

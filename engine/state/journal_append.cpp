@@ -7,8 +7,9 @@ namespace shmipam::engine {
 Status NetworkStore::append_journal(std::span<format::JournalRecord> records) {
     auto& leases = index_.leases();
     auto append = [&](const shm::LeaseHandle& h) {
-        auto st = journal_->append(index_.header().journal_tail, records,
-                                   shm::JournalIntent{&leases.intent_word(h.index), h.gen16()});
+        auto st = journal_->append(
+            index_.header().journal_tail, records,
+            shm::JournalIntent{&leases.intent_word(h.index), h.gen16(), &leases.word_ref(h.index)});
         if (journal_->reached_compaction_check()) compaction_due_ = true;
         return st;
     };

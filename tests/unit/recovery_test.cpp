@@ -137,35 +137,75 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, RecoveryTest,
                                            Step::kAfterSlotClaim, Step::kAfterPublish,
                                            Step::kAfterEntryRelease, Step::kAfterSlotRelease));
 
-TEST(LeaseJudge, LiveSelfDeadChildAndPidReuse) {
+// Liveness is the kernel's: a lease's byte lock (F_OFD_SETLK), held from before the acquiring
+// CAS until after the freeing one, dropped only when its holder dies (review A5).
+class LeaseJudge : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        cfg = testing::network_config(dir, {testing::range_set({{"10.3.0.0/24", "", "", ""}})});
+        store = testing::open_store(cfg);
+        observer = testing::open_store(cfg);  // another open file description, as a process has
+    }
     testing::TempDir dir;
-    auto cfg = testing::network_config(dir, {testing::range_set({{"10.3.0.0/24", "", "", ""}})});
-    auto store = testing::open_store(cfg);
+    NetworkConfig cfg;
+    std::unique_ptr<NetworkStore> store, observer;
+};
+
+TEST_F(LeaseJudge, OwnLeasesAreAliveAndFreeWordsFree) {
     auto& leases = store->index().leases();
-    const shm::ProcessIdentity self = store->self();
-    const uint16_t gen = 77;  // matches no stamp in the table: side fields count as unknown
-    EXPECT_EQ(
-        leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks),
-                     self),
-        shm::Holder::kAlive);
-    // Our pid with another start time is a reused pid, as seen from another process.
-    shm::ProcessIdentity observer = self;
-    observer.pid = 1;
-    EXPECT_EQ(
-        leases.judge(
-            5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks + 999),
-            observer),
-        shm::Holder::kDead);
-    EXPECT_EQ(
-        leases.judge(5, shm::LeaseTable::make_word(self.pid, gen, self.pidns_tag, self.start_ticks),
-                     observer),
-        shm::Holder::kAlive);
-    pid_t child = ::fork();
-    if (child == 0) ::_exit(0);
+    auto h = leases.acquire(store->self());
+    ASSERT_TRUE(h);
+    EXPECT_EQ(leases.judge(h->index, h->word, store->self()), shm::Holder::kAlive);
+    EXPECT_EQ(observer->index().leases().judge(h->index, h->word, observer->self()),
+              shm::Holder::kAlive);
+    leases.release(*h);
+    EXPECT_EQ(leases.judge(5, 0, store->self()), shm::Holder::kFree);
+}
+
+// Review finding A5: a holder in another pid namespace, or one stopped for more than 60 s, was
+// judged dead while it still ran (its namespace hash, or its age), and reaped under it.
+TEST_F(LeaseJudge, ALiveHolderIsNeverJudgedDeadHoweverOldOrForeign) {
+    auto& leases = store->index().leases();
+    auto h = leases.acquire(store->self());
+    ASSERT_TRUE(h);
+    // Its side fields say: acquired at boot (hours ago), in another pid namespace.
+    format::LeaseSide& side = store->index().leases().side(h->index);
+    shm::store_word(side.acquired_boot_ms, shm::stamp::pack(h->gen16(), 1));
+    shm::store_word(side.tag, shm::stamp::pack(h->gen16(), 12345));
+    shm::ProcessIdentity elsewhere = observer->self();
+    elsewhere.pidns_tag ^= 0xF0F0;  // the judge, in yet another namespace
+    EXPECT_EQ(observer->index().leases().judge(h->index, h->word, elsewhere), shm::Holder::kAlive)
+        << "a live holder was judged dead";
+    leases.release(*h);
+}
+
+// A word that says "held by pid 1" (alive forever: a reused pid, or one of another namespace)
+// with nobody holding its lock: its holder is gone. By pid it looked alive for good.
+TEST_F(LeaseJudge, AHeldWordWhoseLockIsGoneIsDeadWhateverItsPid) {
+    const uint64_t word = shm::LeaseTable::make_word(1, 77, store->self().pidns_tag, 0);
+    EXPECT_EQ(observer->index().leases().judge(5, word, observer->self()), shm::Holder::kDead);
+}
+
+TEST_F(LeaseJudge, AHolderThatDiedIsDead) {
+    int pipefd[2];
+    ASSERT_EQ(::pipe(pipefd), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        auto s = open_network(cfg, shm::current_process());
+        auto h = s ? (*s)->index().leases().acquire((*s)->self()) : make_error(Code::kIo, "");
+        const uint64_t msg[2] = {h ? h->index : ~0u, h ? h->word : 0};
+        (void)!::write(pipefd[1], msg, sizeof msg);
+        ::_exit(0);  // dies holding it
+    }
+    uint64_t msg[2] = {};
+    ASSERT_EQ(::read(pipefd[0], msg, sizeof msg), ssize_t(sizeof msg));
     ::waitpid(child, nullptr, 0);
-    EXPECT_EQ(leases.judge(5, shm::LeaseTable::make_word(child, gen, self.pidns_tag, 1), self),
+    ::close(pipefd[0]);
+    ::close(pipefd[1]);
+    ASSERT_NE(msg[0], ~0ull);
+    EXPECT_EQ(observer->index().leases().judge(uint32_t(msg[0]), msg[1], observer->self()),
               shm::Holder::kDead);
-    EXPECT_EQ(leases.judge(5, 0, self), shm::Holder::kFree);
 }
 
 }  // namespace
