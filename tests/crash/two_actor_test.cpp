@@ -3,12 +3,16 @@
 // process, through faults::set_actor), then the first goes on. Each test is a race the kill
 // storms cannot be relied on to hit, named after what went wrong (docs/testing.md).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "base/fault_point.h"
+#include "engine/recovery/recovery.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
@@ -142,6 +146,95 @@ TEST(TwoActorsDel, ADelOnARemovedRunDirectoryIsRetriedNotLost) {
     EXPECT_TRUE(!gone || gone->empty());
     testing::expect_verify_clean(*second);
 }
+
+// Two healers of one dead lease (the crash table's healer rows, with a second healer at each
+// step of the first): a victim dies at `victim_point` (a real process, killed there by its fault
+// point); healer 1 reaps it and, at `healer_point`, healer 2 (its own mapping) reaps the same
+// lease whole. Then healer 1 goes on over work already done. Every step is a CAS from the word
+// it judged, so the two agree: nothing leaks, nothing is freed twice, verify is clean.
+struct HealerRace {
+    const char* victim_op;  // "add" or "del"
+    const char* victim_point;
+    const char* healer_point;
+};
+
+class TwoHealers : public ::testing::TestWithParam<HealerRace> {
+  protected:
+    void SetUp() override {
+        cfg = testing::network_config(dir, {testing::range_set({{"10.72.0.0/28", "", "", ""}})});
+    }
+    // The victim in a child process, which dies at its point (its lease's lock goes with it).
+    void victim_dies() {
+        const pid_t child = ::fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+            auto s = open_network(cfg, shm::current_process());
+            if (!s) ::_exit(1);
+            Allocator a(**s, cfg);
+            const bool del = std::string(GetParam().victim_op) == "del";
+            if (del && !a.add(testing::add_request("victim"))) ::_exit(1);
+            faults::arm(GetParam().victim_point, faults::Mode::kExit, 0);
+            if (del) {
+                (void)a.del({"victim", "eth0"});
+            } else {
+                (void)a.add(testing::add_request("victim"));
+            }
+            ::_exit(2);  // never reached its point
+        }
+        int status = 0;
+        ASSERT_EQ(::waitpid(child, &status, 0), child);
+        ASSERT_EQ(WEXITSTATUS(status), faults::kFaultExitCode) << "the victim did not die there";
+    }
+
+    testing::TempDir dir;
+    NetworkConfig cfg;
+};
+
+TEST_P(TwoHealers, TwoHealersOfOneDeadLeaseAgree) {
+    victim_dies();
+    auto first = testing::open_store(cfg);
+    auto second = testing::open_store(cfg);
+    ASSERT_TRUE(first && second);
+    {
+        AtPoint at(GetParam().healer_point, [&] { reap_dead_leases(*second); });
+        EXPECT_EQ(reap_dead_leases(*first), 1u);
+        EXPECT_TRUE(at.reached()) << "healer 1 never reached " << GetParam().healer_point;
+    }
+    auto third = testing::open_store(cfg);
+    ASSERT_NE(third, nullptr);
+    EXPECT_EQ(reap_dead_leases(*third), 0u) << "a lease is still held by the dead victim";
+    testing::expect_verify_clean(*third);
+    Allocator a(*third, cfg);
+    auto held = a.addresses_of({"victim", "eth0"});
+    EXPECT_TRUE(!held || held->empty()) << "the victim's work was not undone or completed";
+    // Not one address leaked: the /28 gives exactly its 13 usable addresses (.1 is the gateway).
+    std::set<std::string> got;
+    for (int i = 0; i < 20; ++i) {
+        auto r = a.add(testing::add_request("fill" + std::to_string(i)));
+        if (!r) break;
+        got.insert(r->addresses[0].address.to_string());
+    }
+    EXPECT_EQ(got.size(), 13u);
+    testing::expect_verify_clean(*third);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AtEveryHealingStep, TwoHealers,
+    ::testing::Values(HealerRace{"add", "add.after_publish", "heal.after_retire"},
+                      HealerRace{"add", "add.after_publish", "heal.after_slot_rollback"},
+                      HealerRace{"add", "add.after_publish", "reap.before_free"},
+                      HealerRace{"add", "add.after_slot_claim", "heal.after_retire"},
+                      HealerRace{"del", "del.after_entry_release", "del.after_slot_releasing"},
+                      HealerRace{"del", "del.after_entry_release", "del.after_slot_cooling"},
+                      HealerRace{"del", "del.after_entry_release", "del.after_release"},
+                      HealerRace{"del", "del.after_slot_releasing", "reap.before_free"}),
+    [](const auto& info) {
+        std::string n = std::string(info.param.victim_point) + "_" + info.param.healer_point;
+        for (char& c : n) {
+            if (c == '.') c = '_';
+        }
+        return n;
+    });
 
 }  // namespace
 }  // namespace shmipam::engine

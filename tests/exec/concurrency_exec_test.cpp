@@ -71,5 +71,54 @@ TEST(ConcurrentProcesses, FillingASlash24GivesExactlyTheUsableAddresses) {
     EXPECT_EQ(verify.exit_code, 0) << verify.out;
 }
 
+// The reboot storm: a run directory that is not tmpfs survives a reboot, and a hundred
+// first ADDs of the new boot arrive at once. One of them retires the old boot's index and
+// rebuilds (under the state directory's lock); the others wait for it or answer 11, and the
+// runtime's retry then succeeds. No address is given twice, the old boot's sandboxes are
+// reclaimed, and verify is clean.
+TEST(ConcurrentProcesses, AHundredFirstAddsAfterARebootWithASurvivingRunDirectory) {
+    TempDir dir;
+    write_file(dir.sub("boot_id"), "11111111-2222-3333-4444-555555555555\n");
+    json config = make_config(dir.path(), "storm", "1.0.0", "10.22.0.0/24");
+    config["ipam"]["bootIdFile"] = dir.sub("boot_id");
+    const std::string cfg = config.dump();
+    std::vector<std::map<std::string, std::string>> before;
+    for (int i = 0; i < 60; ++i) before.push_back(cni_env("ADD", "old" + std::to_string(i)));
+    for (const auto& r : run_all(before, cfg)) ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+
+    write_file(dir.sub("boot_id"), "99999999-2222-3333-4444-555555555555\n");  // rebooted
+    constexpr int kN = 100;
+    std::map<std::string, std::string> got;  // container -> address
+    std::vector<std::string> pending;
+    for (int i = 0; i < kN; ++i) pending.push_back("new" + std::to_string(i));
+    for (int round = 0; round < 20 && !pending.empty(); ++round) {
+        std::vector<std::map<std::string, std::string>> envs;
+        for (const auto& id : pending) envs.push_back(cni_env("ADD", id));
+        const auto results = run_all(envs, cfg);
+        std::vector<std::string> again;
+        for (size_t k = 0; k < results.size(); ++k) {
+            const auto& r = results[k];
+            if (r.exit_code == 0) {
+                got[pending[k]] = r.json()["ips"][0]["address"];
+                continue;
+            }
+            ASSERT_EQ(r.json()["code"], 11) << "only 'try again' is expected: " << r.out;
+            again.push_back(pending[k]);
+        }
+        pending = again;
+    }
+    ASSERT_TRUE(pending.empty()) << pending.size() << " ADDs never succeeded";
+    std::set<std::string> distinct;
+    for (const auto& [id, a] : got) EXPECT_TRUE(distinct.insert(a).second) << "duplicate " << a;
+    EXPECT_EQ(distinct.size(), size_t(kN));
+    auto verify = run_ctl({"--run-dir", dir.sub("run"), "verify", "storm"});
+    EXPECT_EQ(verify.exit_code, 0) << verify.out;
+    auto dump = run_ctl({"--run-dir", dir.sub("run"), "dump", "storm", "--json"});
+    const json doc = dump.json();  // kept: the loop refers into it
+    size_t allocated = 0;
+    for (const auto& a : doc["allocations"]) allocated += a["state"] == "allocated";
+    EXPECT_EQ(allocated, size_t(kN)) << "the old boot's sandboxes were not all reclaimed";
+}
+
 }  // namespace
 }  // namespace shmipam::testing
