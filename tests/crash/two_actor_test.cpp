@@ -236,5 +236,63 @@ INSTANTIATE_TEST_SUITE_P(
         return n;
     });
 
+// The ADD rows of the crash table with a live second actor instead of a crash: at each step of
+// an ADD, the runtime's DEL of the same attachment (a timeout, a retried sandbox) runs whole.
+// Whatever each answers, they must agree: a DEL never answers success while the attachment it
+// was asked to delete goes on to hold an address (a leak the runtime never learns of), and an
+// ADD never answers an address it does not hold.
+class AddMeetsDel : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AddMeetsDel, ADelDuringAnAddOfTheSameAttachmentNeverLeaksNorLies) {
+    testing::TempDir dir;
+    const NetworkConfig cfg =
+        testing::network_config(dir, {testing::range_set({{"10.73.0.0/28", "", "", ""}}),
+                                      testing::range_set({{"fd73::/124", "", "", ""}})});
+    auto adder = testing::open_store(cfg);
+    auto deleter = testing::open_store(cfg);
+    ASSERT_TRUE(adder && deleter);
+    Allocator add_alloc(*adder, cfg);
+    std::optional<Status> del;
+    Expected<AddOutcome> add = make_error(Code::kInternal, "not run");
+    {
+        AtPoint at(GetParam(), [&] {
+            Allocator del_alloc(*deleter, cfg);
+            del = del_alloc.del({"x", "eth0"});
+        });
+        add = add_alloc.add(testing::add_request("x"));
+        ASSERT_TRUE(at.reached()) << "the ADD never reached " << GetParam();
+    }
+    ASSERT_TRUE(del.has_value());
+    if (!*del) EXPECT_EQ(del->error().code, Code::kTryAgainLater) << del->error().msg;
+    if (!add) EXPECT_EQ(add.error().code, Code::kTryAgainLater) << add.error().msg;
+    auto observer = testing::open_store(cfg);
+    Allocator look(*observer, cfg);
+    auto held = look.addresses_of({"x", "eth0"});
+    const bool holds = held && !held->empty();
+    // The DEL answered success after the ADD had claimed the attachment's entry: from then on
+    // it is the later of the two, and nothing may be left.
+    const bool del_after_claim = std::string(GetParam()) != "lease.after_cas";
+    if (*del && del_after_claim) EXPECT_FALSE(holds) << "the DEL answered success, x still holds";
+    if (add && holds) {
+        EXPECT_EQ(held->at(0).address, add->addresses[0].address) << "the ADD answered another";
+    }
+    if (!add) EXPECT_FALSE(holds) << "the ADD failed, yet x holds an address";
+    testing::expect_verify_clean(*observer);
+}
+
+INSTANTIATE_TEST_SUITE_P(AtEveryAddStep, AddMeetsDel,
+                         ::testing::Values("lease.after_cas", "add.after_entry_claim",
+                                           "add.after_fingerprint", "add.before_slot_claim",
+                                           "add.after_slot_claim", "add.before_superseded_check",
+                                           "add.after_publish", "add.before_commit",
+                                           "add.after_commit"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (char& c : n) {
+                                 if (c == '.') c = '_';
+                             }
+                             return n;
+                         });
+
 }  // namespace
 }  // namespace shmipam::engine
