@@ -24,6 +24,10 @@ namespace shmipam::engine {
 namespace {
 
 constexpr uint64_t kMinEntries = 1024;
+// How long a first invocation waits, in all, for another one that is building the index (a scan
+// of the journal and a replay: milliseconds, a second for a long journal on a loaded node).
+// Past it: 11, and the runtime tries again.
+constexpr uint64_t kCreatorWaitNs = 5'000'000'000;
 constexpr uint64_t kMaxEntries = uint64_t{1} << 17;
 
 // Room for every attachment the ranges can serve at a load factor of at most 0.8.
@@ -74,10 +78,16 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     const std::string index_path = s->dir_ + "/" + shm::IndexFile::kFileName;
     // The index may vanish between our looks (retired and removed by another invocation): a
     // state being replaced, not an I/O failure. Look again; past a few tries, answer 11.
+    // One bound for the whole open, however many times the index is found missing: the wait
+    // for another creator's lock is taken from it (claim-protocol.md, "Every wait").
+    s->open_deadline_ns_ = base::boot_ns() + kCreatorWaitNs;
     for (int attempt = 0;; ++attempt) {
         if (!shm::file_exists(index_path)) {
             if (auto st = s->create_index(cfg, g, fill); !st) {
-                if (st.error().code == Code::kTryAgainLater && attempt < 3) continue;
+                if (st.error().code == Code::kTryAgainLater && attempt < 3 &&
+                    base::boot_ns() < s->open_deadline_ns_) {
+                    continue;
+                }
                 return st.error();
             }
         }
@@ -123,9 +133,6 @@ namespace {
 
 // How long a remover waits for another one's check-and-unlink (microseconds of work).
 constexpr std::chrono::milliseconds kRemoverLockWait{2000};
-// How long a first invocation waits for another one that is building the index (a scan of the
-// journal and a replay: milliseconds, seconds for a long journal on a loaded node). Past it: 11.
-constexpr std::chrono::milliseconds kCreatorLockWait{10000};
 
 }  // namespace
 
@@ -160,7 +167,10 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
     // The state is new: from the journal if there is one, else from host-local's files (what
     // `fill` does). One creator at a time, under the directory lock: the others wait and map
     // its index. Built aside, published by link().
-    auto lock = shm::DirLock::acquire(dir_, kCreatorLockWait);
+    const uint64_t now = base::boot_ns();
+    const auto wait = std::chrono::milliseconds(
+        open_deadline_ns_ > now ? (open_deadline_ns_ - now) / 1'000'000 : 0);
+    auto lock = shm::DirLock::acquire(dir_, wait);
     if (!lock) return lock.error();
     if (shm::file_exists(dir_ + "/" + shm::IndexFile::kFileName)) return Ok{};  // built meanwhile
     auto scan = shm::Journal::scan(cfg.journal_dir());

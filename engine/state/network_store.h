@@ -119,6 +119,7 @@ class NetworkStore final : public BlockMap {
     const shm::LeaseHandle* active_lease_ = nullptr;  // the lease journal appends name
     bool compaction_due_ = false;
     uint64_t journal_max_segments_ = 0;  // 0: never compact (tools)
+    uint64_t open_deadline_ns_ = 0;      // CLOCK_BOOTTIME bound of open(), creation included
 };
 
 }  // namespace shmipam::engine

@@ -11,8 +11,11 @@
 #include <set>
 #include <string>
 
+#include "base/clock.h"
 #include "base/fault_point.h"
 #include "engine/recovery/recovery.h"
+#include "engine/state/journal_compaction.h"
+#include "shm/atomic_word.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
@@ -293,6 +296,179 @@ INSTANTIATE_TEST_SUITE_P(AtEveryAddStep, AddMeetsDel,
                              }
                              return n;
                          });
+
+// The DEL rows with a live second actor: at each step of a DEL of x, the runtime's retried ADD
+// of x, or a GC that keeps nothing, runs whole. The DEL always completes, nothing of x is left,
+// an ADD that answered did so before the release (x's own address), and verify is clean.
+struct DelRace {
+    const char* del_point;
+    const char* second;  // "add" or "gc"
+};
+
+class DelMeetsSecondActor : public ::testing::TestWithParam<DelRace> {};
+
+TEST_P(DelMeetsSecondActor, ADelAlwaysCompletesWhateverRunsBesideIt) {
+    testing::TempDir dir;
+    const NetworkConfig cfg =
+        testing::network_config(dir, {testing::range_set({{"10.74.0.0/28", "", "", ""}}),
+                                      testing::range_set({{"fd74::/124", "", "", ""}})});
+    auto deleter = testing::open_store(cfg);
+    auto other = testing::open_store(cfg);
+    ASSERT_TRUE(deleter && other);
+    Allocator del_alloc(*deleter, cfg);
+    auto x = del_alloc.add(testing::add_request("x"));
+    ASSERT_TRUE(x) << x.error().msg;
+    const bool second_is_add = std::string(GetParam().second) == "add";
+    Expected<AddOutcome> add = make_error(Code::kInternal, "not run");
+    Expected<GcOutcome> gc = make_error(Code::kInternal, "not run");
+    Status del = Ok{};
+    {
+        AtPoint at(GetParam().del_point, [&] {
+            Allocator a(*other, cfg);
+            if (second_is_add) {
+                add = a.add(testing::add_request("x"));
+            } else {
+                gc = a.gc({});
+            }
+        });
+        del = del_alloc.del({"x", "eth0"});
+        ASSERT_TRUE(at.reached()) << "the DEL never reached " << GetParam().del_point;
+    }
+    EXPECT_TRUE(del) << del.error().msg;
+    if (second_is_add) {
+        if (add) {
+            EXPECT_TRUE(add->existing) << "a new attachment beside the one being deleted";
+            EXPECT_EQ(add->addresses[0].address, x->addresses[0].address);
+        } else {
+            EXPECT_EQ(add.error().code, Code::kTryAgainLater) << add.error().msg;
+        }
+    } else {
+        EXPECT_TRUE(gc) << gc.error().msg;
+    }
+    auto observer = testing::open_store(cfg);
+    Allocator look(*observer, cfg);
+    auto held = look.addresses_of({"x", "eth0"});
+    EXPECT_TRUE(!held || held->empty()) << "x still holds an address after its DEL answered";
+    testing::expect_verify_clean(*observer);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AtEveryDelStep, DelMeetsSecondActor,
+    ::testing::Values(DelRace{"del.after_target", "add"}, DelRace{"del.after_entry_release", "add"},
+                      DelRace{"del.after_slot_releasing", "add"},
+                      DelRace{"del.after_slot_cooling", "add"}, DelRace{"del.after_release", "add"},
+                      DelRace{"del.after_target", "gc"}, DelRace{"del.after_entry_release", "gc"},
+                      DelRace{"del.after_slot_releasing", "gc"},
+                      DelRace{"del.after_slot_cooling", "gc"}, DelRace{"del.after_release", "gc"}),
+    [](const auto& info) {
+        std::string n = std::string(info.param.del_point) + "_" + info.param.second;
+        for (char& c : n) {
+            if (c == '.') c = '_';
+        }
+        return n;
+    });
+
+// The compaction and index-building rows with a live second actor. A compactor paused after
+// choosing its boundary, or after publishing its checkpoint, while another invocation ADDs and
+// DELs: a rebuild afterwards holds exactly the live attachments. A creator paused before
+// publishing its index (holding the directory's lock) while a second first invocation arrives:
+// the second waits, answers 11, and never builds a second index beside it.
+class CompactionMeetsAppender : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CompactionMeetsAppender, NothingAnAppenderWroteIsCompactedAway) {
+    testing::TempDir dir;
+    NetworkConfig cfg =
+        testing::network_config(dir, {testing::range_set({{"10.75.0.0/22", "", "", ""}})});
+    cfg.durability = NetworkConfig::Durability::kNone;
+    cfg.journal_max_segments = 1;
+    auto compactor = testing::open_store(cfg);
+    auto appender = testing::open_store(cfg);
+    ASSERT_TRUE(compactor && appender);
+    Allocator a(*appender, cfg);
+    // Fill two segments with churn, keeping a few attachments.
+    for (int i = 0; a.add(testing::add_request("keep0")) && i < 1; ++i) {
+    }
+    for (int i = 0; shm::load_word(appender->index().header().journal_tail) <
+                    3 * format::kJournalRecordsPerSegment;
+         ++i) {
+        const std::string id = "churn" + std::to_string(i);
+        ASSERT_TRUE(a.add(testing::add_request(id)));
+        ASSERT_TRUE(a.del({id, "eth0"}));
+    }
+    std::vector<std::string> live{"keep0"};
+    {
+        AtPoint at(GetParam(), [&] {
+            for (int i = 1; i <= 5; ++i) {
+                const std::string id = "keep" + std::to_string(i);
+                ASSERT_TRUE(a.add(testing::add_request(id)));
+                live.push_back(id);
+            }
+            ASSERT_TRUE(a.del({"keep0", "eth0"}));
+            live.erase(live.begin());
+        });
+        auto done = compact_journal(*compactor, 1);
+        ASSERT_TRUE(done) << done.error().msg;
+        ASSERT_TRUE(at.reached()) << "the compactor never reached " << GetParam();
+    }
+    compactor.reset();
+    appender.reset();
+    std::filesystem::remove_all(cfg.state_dir());
+    auto rebuilt = testing::open_store(cfg);
+    ASSERT_NE(rebuilt, nullptr);
+    Allocator look(*rebuilt, cfg);
+    for (const auto& id : live) {
+        auto held = look.addresses_of({id, "eth0"});
+        EXPECT_TRUE(held && !held->empty()) << id << " was compacted away";
+    }
+    auto gone = look.addresses_of({"keep0", "eth0"});
+    EXPECT_TRUE(!gone || gone->empty()) << "keep0's release was compacted away";
+    testing::expect_verify_clean(*rebuilt);
+}
+
+INSTANTIATE_TEST_SUITE_P(AtEveryCompactionStep, CompactionMeetsAppender,
+                         ::testing::Values("compact.after_boundary", "checkpoint.after_publish"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (char& c : n) {
+                                 if (c == '.') c = '_';
+                             }
+                             return n;
+                         });
+
+// The wait is one bound for the whole open: a first version waited 10 s per attempt, 40 s in all.
+TEST(CreatorMeetsCreator, ASecondFirstInvocationWaitsForTheIndexBeingBuiltWithinOneBound) {
+    testing::TempDir dir;
+    const NetworkConfig cfg =
+        testing::network_config(dir, {testing::range_set({{"10.76.0.0/28", "", "", ""}})});
+    std::optional<Expected<std::unique_ptr<NetworkStore>>> second;
+    std::unique_ptr<NetworkStore> first;
+    uint64_t waited_ms = 0;
+    {
+        // The creator's index file is built aside and about to be linked, lock held.
+        bool armed = false;
+        AtPoint at("create.before_publish", [&] {
+            if (armed) return;
+            armed = true;
+            const uint64_t start = base::boot_ns();
+            second = open_network(cfg, shm::current_process());
+            waited_ms = (base::boot_ns() - start) / 1'000'000;
+        });
+        auto opened = open_network(cfg, shm::current_process());
+        ASSERT_TRUE(opened) << opened.error().msg;
+        first = std::move(*opened);
+        ASSERT_TRUE(at.reached());
+    }
+    ASSERT_TRUE(second.has_value());
+    ASSERT_FALSE(*second) << "a second index was built while the first was being published";
+    EXPECT_EQ(second->error().code, Code::kTryAgainLater) << second->error().msg;
+    EXPECT_LT(waited_ms, 8000u) << "the wait for the creator is bounded by 5 s in all";
+    EXPECT_TRUE(first->creation().created);
+    auto later = testing::open_store(cfg);
+    ASSERT_NE(later, nullptr);
+    EXPECT_FALSE(later->creation().created);
+    EXPECT_EQ(later->index().header().epoch, first->index().header().epoch);
+    testing::expect_verify_clean(*later);
+}
 
 }  // namespace
 }  // namespace shmipam::engine
