@@ -31,6 +31,10 @@ enum class Code : int {
     kAttachmentIncomplete = 107,
     kCheckNoAllocation = 110,
     kCheckMismatch = 111,
+    // pool mode (docs/pools.md)
+    kPoolAnnotationInvalid = 120,
+    kNoPoolAvailable = 121,
+    kPoolNotFound = 122,
     kInternal = 999,
 };
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that dependencies point one way, reading every #include "dir/..." line:
 #   base <- shm <- engine (addr <- slots <- state <- {policy, inspect} <- recovery <- ops)
-#        <- {plugin, tools, bench}
+#        <- pools <- {plugin, tools, bench}
 # plugin/ includes no shm/ header: the engine owns what the CNI glue needs of the store.
 # Prints each include that breaks a rule and exits 1; exits 0 when there is none.
 #   bash scripts/check-layers.sh [ROOT]   (default: the repository)
@@ -22,9 +22,10 @@ allowed_for() {  # sets `allowed`
     engine/inspect) allowed="$low engine/state engine/inspect" ;;
     engine/recovery) allowed="$low engine/state engine/policy engine/recovery" ;;
     engine/ops | engine) allowed="base shm engine engine/*" ;;
-    plugin) allowed="base engine engine/* plugin" ;;
-    tools) allowed="base shm engine engine/* tools" ;;
-    bench) allowed="base shm engine engine/* plugin bench" ;;
+    pools) allowed="base engine engine/* pools" ;;
+    plugin) allowed="base engine engine/* pools plugin" ;;
+    tools) allowed="base shm engine engine/* pools tools" ;;
+    bench) allowed="base shm engine engine/* pools plugin bench" ;;
     *) allowed="*" ;;  # tests/ and anything else may include anything
     esac
 }
@@ -61,7 +62,7 @@ while IFS= read -r file; do
             violations=$((violations + 1))
         fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
-done < <(find "$root/base" "$root/shm" "$root/engine" "$root/plugin" "$root/tools" "$root/bench" \
+done < <(find "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/plugin" "$root/tools" "$root/bench" \
     -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | sort)
 
 if [ $violations -ne 0 ]; then

@@ -24,7 +24,7 @@ expect "the repository" 0 "$root" "every include points down"
 plant() {  # file to plant in a fresh copy, the include line; prints the copy's path
     local tree="$work/$RANDOM$RANDOM"
     mkdir -p "$tree"
-    cp -r "$root/base" "$root/shm" "$root/engine" "$root/plugin" "$root/tools" "$root/bench" "$tree/"
+    cp -r "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/plugin" "$root/tools" "$root/bench" "$tree/"
     mkdir -p "$(dirname "$tree/$1")"
     printf '#include "%s"\n' "$2" >>"$tree/$1"
     echo "$tree"
@@ -40,6 +40,12 @@ expect "base includes shm" 1 "$(plant base/clock.h shm/format.h)" "base/clock.h:
 expect "an engine area includes one above it" 1 \
     "$(plant engine/slots/planted.cpp engine/ops/planted.h)" \
     "engine/slots/planted.cpp: includes engine/ops/planted.h"
+expect "the engine includes pools" 1 "$(plant engine/ops/planted.cpp pools/selection.h)" \
+    "engine/ops/planted.cpp: includes pools/selection.h"
+expect "pools includes plugin" 1 "$(plant pools/selection.cpp plugin/netconf.h)" \
+    "pools/selection.cpp: includes plugin/netconf.h"
+expect "pools includes shm" 1 "$(plant pools/catalog.cpp shm/format.h)" \
+    "pools/catalog.cpp: includes shm/format.h"
 expect "a header beside the file" 0 "$(plant shm/journal.cpp journal.h)" "every include points down"
 
 echo "$passed passed, $failed failed"

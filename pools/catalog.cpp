@@ -1,0 +1,124 @@
+#include "pools/catalog.h"
+
+#include <algorithm>
+#include <set>
+
+namespace shmipam::pools {
+
+void Catalog::add(DecodedObject object) {
+    std::visit(
+        [&](auto&& o) {
+            using T = std::decay_t<decltype(o)>;
+            if constexpr (std::is_same_v<T, IpPool>)
+                pools_.push_back(std::move(o));
+            else if constexpr (std::is_same_v<T, Subnet>)
+                subnets_.push_back(std::move(o));
+            else if constexpr (std::is_same_v<T, ReservedIp>)
+                reserved_.push_back(std::move(o));
+            else if constexpr (std::is_same_v<T, NamespaceObject>)
+                namespaces_[o.name] = std::move(o);
+            else if constexpr (std::is_same_v<T, NodeObject>)
+                nodes_[o.name] = std::move(o);
+        },
+        std::move(object));
+}
+
+void Catalog::add_problem(const std::string& file, const std::string& message) {
+    problems_.push_back({file, message});
+}
+
+namespace {
+
+template <typename T>
+void drop_named(std::vector<T>& v, const std::set<std::string>& names) {
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const T& o) { return names.count(o.name); }),
+            v.end());
+}
+
+}  // namespace
+
+void Catalog::finish() {
+    auto by_name = [](const auto& a, const auto& b) { return a.name < b.name; };
+    std::stable_sort(pools_.begin(), pools_.end(), by_name);
+    std::stable_sort(subnets_.begin(), subnets_.end(), by_name);
+    std::set<std::string> drop_pools, drop_subnets;
+    // A name used twice: neither copy is trusted (which one the cluster has is unknown).
+    for (size_t i = 1; i < pools_.size(); ++i) {
+        if (pools_[i].name == pools_[i - 1].name) {
+            const std::string msg = "SpiderIPPool " + pools_[i].name + " is defined twice: in " +
+                                    pools_[i - 1].origin.file + " and " + pools_[i].origin.file;
+            add_problem(pools_[i].origin.file, msg);
+            withdrawn_[pools_[i].name] = msg;
+            drop_pools.insert(pools_[i].name);
+        }
+    }
+    for (size_t i = 1; i < subnets_.size(); ++i) {
+        if (subnets_[i].name == subnets_[i - 1].name) {
+            const std::string msg = "SpiderSubnet " + subnets_[i].name + " is defined twice: in " +
+                                    subnets_[i - 1].origin.file + " and " + subnets_[i].origin.file;
+            add_problem(subnets_[i].origin.file, msg);
+            withdrawn_[subnets_[i].name] = msg;
+            drop_subnets.insert(subnets_[i].name);
+        }
+    }
+    // Two pools of one family sharing an address would each hand it out from its own state:
+    // both are withdrawn until one is fixed.
+    for (size_t i = 0; i < pools_.size(); ++i) {
+        for (size_t j = i + 1; j < pools_.size(); ++j) {
+            const IpPool& a = pools_[i];
+            const IpPool& b = pools_[j];
+            if (a.name == b.name || a.family != b.family) continue;
+            if (auto common = a.ips.first_common(b.ips)) {
+                const std::string msg = "SpiderIPPool " + a.name + " (" + a.origin.file +
+                                        ") and SpiderIPPool " + b.name + " (" + b.origin.file +
+                                        ") overlap at " + common->to_string() +
+                                        ": both are out of service until one is fixed";
+                add_problem(b.origin.file, msg);
+                withdrawn_[a.name] = msg;
+                withdrawn_[b.name] = msg;
+                drop_pools.insert(a.name);
+                drop_pools.insert(b.name);
+            }
+        }
+    }
+    drop_named(pools_, drop_pools);
+    drop_named(subnets_, drop_subnets);
+}
+
+const IpPool* Catalog::pool(const std::string& name) const {
+    auto it = std::lower_bound(pools_.begin(), pools_.end(), name,
+                               [](const IpPool& p, const std::string& n) { return p.name < n; });
+    return it != pools_.end() && it->name == name ? &*it : nullptr;
+}
+
+const Subnet* Catalog::subnet(const std::string& name) const {
+    auto it = std::lower_bound(subnets_.begin(), subnets_.end(), name,
+                               [](const Subnet& s, const std::string& n) { return s.name < n; });
+    return it != subnets_.end() && it->name == name ? &*it : nullptr;
+}
+
+const NamespaceObject* Catalog::namespace_(const std::string& name) const {
+    auto it = namespaces_.find(name);
+    return it == namespaces_.end() ? nullptr : &it->second;
+}
+
+const NodeObject* Catalog::node(const std::string& name) const {
+    auto it = nodes_.find(name);
+    return it == nodes_.end() ? nullptr : &it->second;
+}
+
+std::string Catalog::withdrawn(const std::string& name) const {
+    auto it = withdrawn_.find(name);
+    return it == withdrawn_.end() ? "" : it->second;
+}
+
+IpSet Catalog::reserved_ips(engine::Family family) const {
+    IpSet out(family);
+    for (const ReservedIp& r : reserved_) {
+        if (r.family != family) continue;
+        for (const Interval& i : r.ips.intervals()) out.add(i.first, i.last);
+    }
+    return out;
+}
+
+}  // namespace shmipam::pools

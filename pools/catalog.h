@@ -1,0 +1,57 @@
+// Every object of a pools directory, checked as a set: each pool, subnet and reserved-IP object
+// that decoded, the Namespaces and Nodes, and the problems found (a malformed object, two pools
+// of one family whose addresses overlap, a name used twice). A problem takes the objects it
+// names out of service and nothing else: the other pools keep serving.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pools/object_decode.h"
+#include "pools/objects.h"
+
+namespace shmipam::pools {
+
+struct Problem {
+    std::string file;
+    std::string message;
+};
+
+class Catalog {
+  public:
+    // Adds an object as decoded, or a decoding error, from `file`.
+    void add(DecodedObject object);
+    void add_problem(const std::string& file, const std::string& message);
+    // Checks the set (names used twice, overlapping pools) and orders pools by name. Call once,
+    // after the last add.
+    void finish();
+
+    const std::vector<IpPool>& pools() const { return pools_; }
+    const std::vector<Subnet>& subnets() const { return subnets_; }
+    const std::vector<ReservedIp>& reserved() const { return reserved_; }
+    const std::vector<Problem>& problems() const { return problems_; }
+
+    const IpPool* pool(const std::string& name) const;
+    const Subnet* subnet(const std::string& name) const;
+    const NamespaceObject* namespace_(const std::string& name) const;
+    const NodeObject* node(const std::string& name) const;
+    // Why a named pool or subnet was taken out of service, when it was ("" otherwise).
+    std::string withdrawn(const std::string& name) const;
+    // Marks a name as out of service (an object by that name did not decode).
+    void withdraw(const std::string& name, const std::string& why) { withdrawn_[name] = why; }
+
+    // Every reserved address of a family, from all SpiderReservedIP objects.
+    IpSet reserved_ips(engine::Family family) const;
+
+  private:
+    std::vector<IpPool> pools_;
+    std::vector<Subnet> subnets_;
+    std::vector<ReservedIp> reserved_;
+    std::map<std::string, NamespaceObject> namespaces_;
+    std::map<std::string, NodeObject> nodes_;
+    std::vector<Problem> problems_;
+    std::map<std::string, std::string> withdrawn_;
+};
+
+}  // namespace shmipam::pools

@@ -1,0 +1,21 @@
+// Reads a pools directory: every *.yaml, *.yml and *.json file in it (not in subdirectories;
+// names starting with '.' are skipped, so a sync that writes a temp file and renames it is never
+// read half-written). A file may hold several objects: YAML documents separated by `---`, and
+// `kind: List` (or any `...List`) objects with `items`, as `kubectl get -o yaml` writes them.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "pools/catalog.h"
+
+namespace shmipam::pools {
+
+// Code 7 when the directory cannot be listed (its name in the message); a bad file or object
+// is a Problem in the catalog, never an error of the whole directory.
+Expected<Catalog> load_pools_dir(const std::string& dir);
+
+// The same for one file's text (tests, `shmipamctl explain --pools FILE`).
+void load_text(Catalog& catalog, const std::string& file_name, const std::string& text);
+
+}  // namespace shmipam::pools
