@@ -5,12 +5,13 @@
 #include <set>
 
 #include "engine/ops/allocator.h"
-#include "engine/state/journal_compaction.h"
 #include "engine/ops/open_network.h"
+#include "engine/state/journal_compaction.h"
 #include "engine/state/network_store.h"
 #include "plugin/cni_args.h"
 #include "plugin/cni_result.h"
 #include "plugin/netconf.h"
+#include "plugin/pool_commands.h"
 #include "plugin/resolv_conf.h"
 
 namespace shmipam::cni {
@@ -20,21 +21,6 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kDefaultErrorVersion = "1.1.0";
-
-Invocation fail(const std::string& version, const Error& e) {
-    Invocation inv;
-    inv.stdout_text = make_error_json(version, e).dump() + "\n";
-    inv.log_line = "shmipam: error " + std::to_string(int(e.code)) + ": " + e.msg +
-                   (e.details.empty() ? "" : " (" + e.details + ")");
-    inv.exit_code = 1;
-    return inv;
-}
-
-Invocation succeed(const json& out) {
-    Invocation inv;
-    inv.stdout_text = out.dump() + "\n";
-    return inv;
-}
 
 Expected<std::vector<engine::IpAddress>> requested_addresses(const NetConf& nc) {
     std::vector<engine::IpAddress> out;
@@ -121,6 +107,21 @@ Invocation answer(const CniEnv& env, const NetConf& nc, const std::string& v,
 
 }  // namespace
 
+Invocation fail(const std::string& version, const Error& e) {
+    Invocation inv;
+    inv.stdout_text = make_error_json(version, e).dump() + "\n";
+    inv.log_line = "shmipam: error " + std::to_string(int(e.code)) + ": " + e.msg +
+                   (e.details.empty() ? "" : " (" + e.details + ")");
+    inv.exit_code = 1;
+    return inv;
+}
+
+Invocation succeed(const json& out) {
+    Invocation inv;
+    inv.stdout_text = out.dump() + "\n";
+    return inv;
+}
+
 Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) {
     auto env = read_env(env_lookup);
     if (!env) return fail(kDefaultErrorVersion, env.error());
@@ -157,6 +158,8 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
         if (!d) return fail(v, d.error());
         dns = *d;
     }
+
+    if (nc->pool_mode) return run_pool_command(*env, *nc, v, *requested, *args, dns);
 
     auto store = engine::open_network(nc->network);
     if (!store) return fail(v, store.error());

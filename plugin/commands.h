@@ -3,9 +3,11 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
 #include "plugin/cni_env.h"
 
 namespace shmipam::cni {
@@ -18,6 +20,10 @@ struct Invocation {
     // longer fail the operation the runtime asked for.
     std::function<void()> after_answer;
 };
+
+// The error answer in `version` (its JSON on stdout, a log line, exit 1), and a success.
+Invocation fail(const std::string& version, const Error& e);
+Invocation succeed(const nlohmann::json& out);
 
 Invocation run_plugin(const EnvLookup& env, std::string_view stdin_data);
 

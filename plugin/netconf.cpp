@@ -1,5 +1,7 @@
 #include "plugin/netconf.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -227,6 +229,100 @@ Status parse_valid_attachments(const json& doc, NetConf& nc) {
     return Ok{};
 }
 
+Expected<std::vector<std::string>> name_list(const json& ipam, const char* key) {
+    std::vector<std::string> out;
+    auto it = ipam.find(key);
+    if (it == ipam.end() || it->is_null()) return out;
+    if (!it->is_array()) return type_error(std::string("ipam.") + key, "a list of pool names");
+    for (const auto& v : *it) {
+        if (!v.is_string()) return type_error(std::string("ipam.") + key, "a list of pool names");
+        out.push_back(v.get<std::string>());
+    }
+    return out;
+}
+
+// Pool mode: poolsDir and Spiderpool's config fields. `ranges` (or a legacy subnet, or
+// runtimeConfig.ipRanges) beside poolsDir is an error: one config, one mode.
+Status parse_pool_mode(const json& doc, const json& ipam, NetConf& nc) {
+    auto dir = opt_string(ipam, "poolsDir", "ipam.");
+    if (!dir) return dir.error();
+    if (dir->empty()) return Ok{};
+    const bool has_ranges = (ipam.contains("ranges") && !ipam["ranges"].is_null()) ||
+                            (ipam.contains("subnet") && !ipam["subnet"].is_null());
+    bool has_ip_ranges = false;
+    if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) {
+        has_ip_ranges = rc->contains("ipRanges") && !(*rc)["ipRanges"].is_null();
+    }
+    if (has_ranges || has_ip_ranges) {
+        return make_error(Code::kInvalidConfig,
+                          "ipam.poolsDir and ranges cannot both be set: pools select the "
+                          "addresses in pool mode (remove ranges/subnet, or poolsDir)");
+    }
+    PoolMode pm;
+    pm.pools_dir = *dir;
+    auto v4 = name_list(ipam, "default_ipv4_ippool");
+    if (!v4) return v4.error();
+    auto v6 = name_list(ipam, "default_ipv6_ippool");
+    if (!v6) return v6.error();
+    pm.config.default_ipv4_ippool = *v4;
+    pm.config.default_ipv6_ippool = *v6;
+    if (auto it = ipam.find("clean_gateway"); it != ipam.end() && !it->is_null()) {
+        if (!it->is_boolean()) return type_error("ipam.clean_gateway", "a boolean");
+        pm.config.clean_gateway = it->get<bool>();
+    }
+    auto multus_ns = opt_string(ipam, "multusNamespace", "ipam.");
+    if (!multus_ns) return multus_ns.error();
+    if (!multus_ns->empty()) pm.config.multus_namespace = *multus_ns;
+    auto cluster_net = opt_string(ipam, "multusClusterNetwork", "ipam.");
+    if (!cluster_net) return cluster_net.error();
+    pm.config.multus_cluster_network = *cluster_net;
+    auto node = opt_string(ipam, "nodeName", "ipam.");
+    if (!node) return node.error();
+    pm.node_name = *node;
+    if (pm.node_name.empty()) {
+        char host[256] = {};
+        if (::gethostname(host, sizeof host - 1) == 0) pm.node_name = host;
+    }
+    nc.pool_mode = std::move(pm);
+    return Ok{};
+}
+
+// The pod's annotations (containerd's runtimeConfig capability) and labels (args.cni.labels).
+Status parse_pod_metadata(const json& doc, NetConf& nc) {
+    if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) {
+        if (auto a = rc->find("io.kubernetes.cri.pod-annotations");
+            a != rc->end() && !a->is_null()) {
+            if (!a->is_object()) {
+                return type_error("runtimeConfig.io.kubernetes.cri.pod-annotations",
+                                  "an object of strings");
+            }
+            for (const auto& [k, v] : a->items()) {
+                if (!v.is_string()) {
+                    return type_error("runtimeConfig.io.kubernetes.cri.pod-annotations." + k,
+                                      "a string");
+                }
+                nc.pod_annotations[k] = v.get<std::string>();
+            }
+        }
+    }
+    if (auto a = doc.find("args"); a != doc.end() && a->is_object()) {
+        if (auto c = a->find("cni"); c != a->end() && c->is_object()) {
+            if (auto l = c->find("labels"); l != c->end() && !l->is_null()) {
+                if (!l->is_array()) return type_error("args.cni.labels", "a list of {key, value}");
+                for (const auto& kv : *l) {
+                    if (!kv.is_object() || !kv.contains("key") || !kv["key"].is_string() ||
+                        !kv.contains("value") || !kv["value"].is_string()) {
+                        return type_error("args.cni.labels[]",
+                                          "an object with string key and value");
+                    }
+                    nc.pod_labels[kv["key"].get<std::string>()] = kv["value"].get<std::string>();
+                }
+            }
+        }
+    }
+    return Ok{};
+}
+
 }  // namespace
 
 Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
@@ -249,7 +345,13 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
 
     const json* runtime = nullptr;
     if (auto st = parse_state_dirs(ipam, nc); !st) return st.error();
-    if (auto st = parse_ranges(doc, ipam, runtime, nc); !st) return st.error();
+    if (auto st = parse_pool_mode(doc, ipam, nc); !st) return st.error();
+    if (nc.pool_mode) {
+        if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) runtime = &*rc;
+    } else if (auto st = parse_ranges(doc, ipam, runtime, nc); !st) {
+        return st.error();
+    }
+    if (auto st = parse_pod_metadata(doc, nc); !st) return st.error();
     if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
     if (auto st = parse_routes(ipam, nc); !st) return st.error();
     if (auto st = parse_requested(doc, runtime, args, nc); !st) return st.error();

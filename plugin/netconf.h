@@ -11,6 +11,7 @@
 #include "engine/ops/allocator.h"
 #include "engine/state/network_config.h"
 #include "plugin/cni_args.h"
+#include "pools/pod_facts.h"
 
 namespace shmipam::cni {
 
@@ -18,6 +19,13 @@ inline const std::vector<std::string>& supported_versions() {
     static const std::vector<std::string> v{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
     return v;
 }
+
+// Pool mode (`ipam.poolsDir`): Spiderpool-style pools instead of `ranges` (docs/pools.md).
+struct PoolMode {
+    std::string pools_dir;
+    pools::PoolConfig config;
+    std::string node_name;  // ipam.nodeName, else the host name
+};
 
 struct NetConf {
     std::string cni_version;
@@ -27,6 +35,9 @@ struct NetConf {
     std::vector<std::string> requested_ips;  // highest-precedence source, as written
     nlohmann::json prev_result;              // CHECK
     std::optional<std::vector<engine::AttachmentKey>> valid_attachments;  // GC
+    std::optional<PoolMode> pool_mode;
+    pools::Labels pod_annotations;  // runtimeConfig "io.kubernetes.cri.pod-annotations"
+    pools::Labels pod_labels;       // args.cni.labels ([{key, value}], CNI conventions)
 };
 
 // Just the version, for error output and the version gate (code 1 when unsupported).

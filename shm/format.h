@@ -184,7 +184,10 @@ struct Entry {
     uint64_t created_unix_ns;
     uint8_t ref_count;
     uint8_t flags;
-    uint8_t reserved[6];
+    // Pool mode: a 48-bit tag of the CNI network whose ADD made the entry (little-endian), so
+    // GC of one network never releases another's attachment in a shared pool; 0 unknown (ranges
+    // mode, or rebuilt from the journal: such an entry is never released by a pool-mode GC).
+    uint8_t network_tag[6];
     char ifname[kIfnameBytes];
     char container_id[kContainerIdBytes];
     AddressRef refs[kMaxRangeSets];

@@ -78,7 +78,7 @@ inline constexpr uint32_t kLayoutFingerprint = layout_detail::fnv1a({
     offsetof(Entry, created_unix_ns),
     offsetof(Entry, ref_count),
     offsetof(Entry, flags),
-    offsetof(Entry, reserved),
+    offsetof(Entry, network_tag),
     offsetof(Entry, ifname),
     offsetof(Entry, container_id),
     offsetof(Entry, refs),

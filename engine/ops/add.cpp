@@ -96,6 +96,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     copy_truncated(ent.container_id, sizeof ent.container_id, req.key.container_id);
     const std::string pod = req.pod.name.empty() ? "" : req.pod.namespace_ + "/" + req.pod.name;
     copy_truncated(ent.pod, sizeof ent.pod, pod);
+    set_network_tag(ent, req.network_tag);
     std::memset(ent.refs, 0, sizeof ent.refs);
     std::atomic_thread_fence(std::memory_order_release);
     ent.ref_count = uint8_t(cfg_.range_sets.size());

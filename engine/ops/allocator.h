@@ -19,6 +19,7 @@ struct AddRequest {
     AttachmentKey key;
     std::vector<IpAddress> requested;  // at most one per range set
     PodRef pod;
+    uint64_t network_tag = 0;  // pool mode: which network's ADD (format.h, Entry::network_tag)
 };
 
 struct AllocatedAddress {
@@ -54,8 +55,10 @@ class Allocator {
     Status del(const AttachmentKey& key);
     // The addresses the attachment holds (CHECK). kCheckNoAllocation when it holds none.
     Expected<std::vector<AllocatedAddress>> addresses_of(const AttachmentKey& key);
-    // Releases every committed attachment not in `valid`.
-    Expected<GcOutcome> gc(const std::vector<AttachmentKey>& valid);
+    // Releases every committed attachment not in `valid`; with `only_tag`, only those an ADD of
+    // that network made (pool mode: a pool is shared by networks, and GC is per network).
+    Expected<GcOutcome> gc(const std::vector<AttachmentKey>& valid,
+                           std::optional<uint64_t> only_tag = std::nullopt);
     // kUnavailable when some range set could not serve an ADD.
     Status status();
 

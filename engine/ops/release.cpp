@@ -80,14 +80,16 @@ Status Allocator::del(const AttachmentKey& key) {
                                                 " interface " + key.ifname + " is in progress");
 }
 
-Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid) {
+Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid,
+                                  std::optional<uint64_t> only_tag) {
     std::set<std::pair<uint64_t, uint64_t>> keep;
     for (const auto& k : valid) {
         const Fingerprint f = fingerprint(k.container_id, k.ifname);
         keep.insert({f.fp1, f.fp2});
     }
     auto released = release_where(
-        [&](const format::Entry&, const Fingerprint& f) {
+        [&](const format::Entry& e, const Fingerprint& f) {
+            if (only_tag && network_tag_of(e) != *only_tag) return false;
             return keep.count({f.fp1, f.fp2}) == 0;
         },
         false);

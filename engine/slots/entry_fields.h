@@ -33,6 +33,16 @@ inline std::string fixed(const char* s, size_t cap) {
     return std::string(s, strnlen(s, cap));
 }
 
+// The entry's network tag (pool mode), 48 bits little-endian.
+inline void set_network_tag(format::Entry& e, uint64_t tag) {
+    for (size_t i = 0; i < sizeof e.network_tag; ++i) e.network_tag[i] = uint8_t(tag >> (8 * i));
+}
+inline uint64_t network_tag_of(const format::Entry& e) {
+    uint64_t tag = 0;
+    for (size_t i = 0; i < sizeof e.network_tag; ++i) tag |= uint64_t(e.network_tag[i]) << (8 * i);
+    return tag;
+}
+
 inline IpAddress ref_address(const format::AddressRef& r) {
     std::array<uint8_t, 16> b{};
     std::copy(std::begin(r.address), std::end(r.address), b.begin());

@@ -34,6 +34,7 @@ constexpr uint64_t kMaxEntries = uint64_t{1} << 17;
 uint64_t entries_for(const NetworkConfig& cfg) {
     u128 need = ~u128{0};
     for (const auto& set : cfg.range_sets) need = std::min(need, usable_count(set));
+    if (cfg.index_capacity != 0) need = cfg.index_capacity;
     need = need + need / 4;
     uint64_t n = kMinEntries;
     while (n < kMaxEntries && u128{n} < need) n <<= 1;

@@ -20,6 +20,9 @@ struct NetworkConfig {
     std::string data_dir = "/var/lib/cni/networks";  // as host-local
     std::string run_dir = "/run/shmipam";            // arenas: <run_dir>/<name>/
     std::vector<RangeSet> range_sets;
+    // When non-zero, the attachment index is sized for this many addresses rather than for the
+    // ranges' (pool mode: a pool may grow within its subnet, and the index is sized once).
+    u128 index_capacity = 0;
     uint8_t block_prefix_v4 = 24;
     uint8_t block_prefix_v6 = 120;
     uint64_t reuse_delay_ms = 30'000;  // cool-down before a released address is handed out again

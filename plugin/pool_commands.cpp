@@ -1,0 +1,371 @@
+#include "plugin/pool_commands.h"
+
+#include <memory>
+#include <set>
+
+#include "engine/ops/allocator.h"
+#include "engine/ops/open_network.h"
+#include "engine/state/journal_compaction.h"
+#include "plugin/cni_result.h"
+#include "plugin/pool_catalog_cache.h"
+#include "plugin/pool_state.h"
+#include "pools/selection.h"
+
+namespace shmipam::cni {
+
+using engine::Family;
+using engine::IpAddress;
+using nlohmann::json;
+
+namespace {
+
+// One opened pool state: its config must outlive the store and the allocator that read it.
+struct OpenState {
+    std::string name;
+    std::unique_ptr<engine::NetworkConfig> cfg;
+    std::unique_ptr<engine::NetworkStore> store;
+};
+
+Expected<OpenState> open_state(std::string name, std::unique_ptr<engine::NetworkConfig> cfg) {
+    auto store = engine::open_network(*cfg);
+    if (!store) return store.error();
+    return OpenState{std::move(name), std::move(cfg), std::move(*store)};
+}
+
+// What the attachment holds in one state.
+struct Held {
+    std::string state;
+    std::vector<engine::AllocatedAddress> addresses;
+};
+
+// Everything the attachment holds, in every pool state of this node (a repeated ADD, CHECK).
+// `opened` keeps the stores (and the configs the addresses point into) alive.
+Expected<std::vector<Held>> find_held(const NetConf& nc, const pools::Catalog& catalog,
+                                      const engine::AttachmentKey& key,
+                                      std::vector<OpenState>& opened) {
+    std::vector<Held> out;
+    for (const std::string& name : pool_states(nc)) {
+        auto st = open_state(name, reading_config(nc, name, catalog));
+        if (!st) return st.error();
+        opened.push_back(std::move(*st));
+        OpenState& s = opened.back();
+        engine::Allocator alloc(*s.store, *s.cfg);
+        auto held = alloc.addresses_of(key);
+        if (held) {
+            out.push_back({name, std::move(*held)});
+        } else if (held.error().code != Code::kCheckNoAllocation) {
+            return held.error();
+        }
+    }
+    return out;
+}
+
+struct Answered {
+    std::string state;
+    engine::AllocatedAddress address;
+};
+
+json route_json(const std::string& dst, const std::string& gw) {
+    json r{{"dst", dst}};
+    if (!gw.empty()) r["gw"] = gw;
+    return r;
+}
+
+// The result: each address with its pool's prefix and gateway; routes: the config's, each
+// pool's, a default route through each gateway unless clean_gateway, the pod's annotation's.
+json pool_result(const std::string& version, const NetConf& nc, const pools::Catalog& catalog,
+                 const std::vector<Answered>& addrs, bool clean_gateway,
+                 const std::vector<pools::Route>& annotation_routes, const json& dns) {
+    const bool with_ip_version = !version_at_least(version, "1.0.0");
+    json ips = json::array();
+    json routes = nc.routes.is_array() ? nc.routes : json::array();
+    auto add_route = [&](json r) {
+        for (const auto& have : routes) {
+            if (have == r) return;
+        }
+        routes.push_back(std::move(r));
+    };
+    for (const auto& a : addrs) {
+        json ip;
+        if (with_ip_version) ip["version"] = a.address.address.family == Family::kV4 ? "4" : "6";
+        ip["address"] =
+            a.address.address.to_string() + "/" + std::to_string(a.address.range->subnet.prefix);
+        const auto gateway = gateway_of(a.state, catalog);
+        if (gateway) ip["gateway"] = gateway->to_string();
+        ips.push_back(ip);
+        for (const auto& r : routes_of(a.state, catalog)) add_route(route_json(r.dst, r.gw));
+        if (gateway && !clean_gateway) {
+            add_route(route_json(gateway->family == Family::kV4 ? "0.0.0.0/0" : "::/0",
+                                 gateway->to_string()));
+        }
+    }
+    for (const auto& r : annotation_routes) add_route(route_json(r.dst, r.gw));
+    json out;
+    out["cniVersion"] = version;
+    out["ips"] = ips;
+    if (!routes.empty()) out["routes"] = routes;
+    out["dns"] = dns.is_object() ? dns : json::object();
+    return out;
+}
+
+pools::PodFacts facts_of(const CniEnv& env, const NetConf& nc, const CniArgs& args) {
+    pools::PodFacts f;
+    f.namespace_ = args.pod_namespace;
+    f.name = args.pod_name;
+    f.uid = args.pod_uid;
+    f.annotations = nc.pod_annotations;
+    f.labels = nc.pod_labels;
+    f.node_name = nc.pool_mode->node_name;
+    f.ifname = env.ifname;
+    return f;
+}
+
+std::string go_list(const std::vector<std::string>& v) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? " " : "") + v[i];
+    return out + "]";
+}
+
+// Runs journal compaction for every store that came due, after the answer.
+void keep_for_compaction(Invocation& inv, std::vector<OpenState>& opened) {
+    std::vector<std::shared_ptr<OpenState>> due;
+    for (auto& s : opened) {
+        if (s.store && s.store->compaction_due()) {
+            due.push_back(std::make_shared<OpenState>(std::move(s)));
+        }
+    }
+    if (due.empty()) return;
+    inv.after_answer = [due] {
+        for (const auto& s : due) engine::compact_journal_if_due(*s->store);
+    };
+}
+
+Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
+                    const std::vector<IpAddress>& requested, const CniArgs& args, const json& dns,
+                    const pools::Catalog& catalog) {
+    const engine::AttachmentKey key{env.container_id, env.ifname};
+    std::vector<OpenState> opened;
+    const pools::PodFacts facts = facts_of(env, nc, args);
+    const pools::Selection sel = pools::select_pools(catalog, facts, nc.pool_mode->config);
+
+    // A repeated ADD answers what the attachment holds, wherever it is (even in a pool since
+    // edited out of the rules).
+    auto held = find_held(nc, catalog, key, opened);
+    if (!held) return fail(v, held.error());
+    if (!held->empty()) {
+        std::vector<Answered> addrs;
+        for (const Held& h : *held) {
+            for (const auto& a : h.addresses) addrs.push_back({h.state, a});
+        }
+        Invocation inv = succeed(
+            pool_result(v, nc, catalog, addrs, sel.clean_gateway, sel.annotation_routes, dns));
+        keep_for_compaction(inv, opened);
+        return inv;
+    }
+    if (sel.error) {
+        Error e = *sel.error;
+        if (e.details.empty()) e.details = "rule: " + pools::describe(sel.rule);
+        return fail(v, e);
+    }
+
+    // Each family in turn; a family that cannot be served undoes the ones before it.
+    std::vector<Answered> addrs;
+    std::vector<size_t> allocated_in;  // indexes into `opened` holding the attachment
+    auto undo = [&] {
+        for (size_t i : allocated_in) {
+            engine::Allocator(*opened[i].store, *opened[i].cfg).del(key);
+        }
+    };
+    const engine::AddRequest base_req{
+        key, {}, {args.pod_namespace, args.pod_name}, network_tag(nc.network.name)};
+    for (const pools::FamilyPlan& fam : sel.families) {
+        std::optional<IpAddress> wanted;
+        for (const IpAddress& a : requested) {
+            if (a.family == fam.family) wanted = a;
+        }
+        std::vector<std::string> reasons, tried;
+        bool served = false;
+        for (const pools::Candidate& c : fam.order) {
+            tried.push_back(c.name);
+            const std::string state = state_name(c);
+            const pools::IpSet usable = c.pool != nullptr ? pools::allocatable(*c.pool, catalog)
+                                                          : pools::allocatable(*c.subnet, catalog);
+            if (wanted && !usable.contains(*wanted)) {
+                reasons.push_back("requested IP address " + wanted->to_string() +
+                                  " is not allocatable in " + c.name);
+                continue;
+            }
+            if (usable.empty()) {
+                reasons.push_back("all IP addresses used out of " + c.name + " (none allocatable)");
+                continue;
+            }
+            const engine::Cidr& subnet = c.pool != nullptr ? c.pool->subnet : c.subnet->subnet;
+            const auto& gateway = c.pool != nullptr ? c.pool->gateway : c.subnet->gateway;
+            // The store opened by find_held serves (a store does not keep the config it was
+            // opened with; the allocator is told the ranges it may use).
+            auto cfg = allocating_config(nc, state, subnet, gateway, usable);
+            size_t at = opened.size();
+            for (size_t i = 0; i < opened.size(); ++i) {
+                if (opened[i].name == state) at = i;
+            }
+            if (at == opened.size()) {
+                auto st = open_state(state, std::move(cfg));
+                if (!st) {
+                    undo();
+                    return fail(v, st.error());
+                }
+                opened.push_back(std::move(*st));
+            } else {
+                opened[at].cfg = std::move(cfg);
+            }
+            OpenState& s = opened[at];
+            engine::AddRequest req = base_req;
+            if (wanted) req.requested = {*wanted};
+            auto out = engine::Allocator(*s.store, *s.cfg).add(req);
+            if (out) {
+                allocated_in.push_back(at);
+                for (const auto& a : out->addresses) addrs.push_back({state, a});
+                served = true;
+                break;
+            }
+            if (out.error().code == Code::kNoAddressFree) {
+                reasons.push_back("all IP addresses used out of " + c.name);
+                continue;
+            }
+            undo();
+            return fail(v, out.error());
+        }
+        if (!served) {
+            undo();
+            std::string why;
+            for (const auto& r : reasons) why += (why.empty() ? "" : ", ") + r;
+            for (const auto& f : fam.filtered) why += (why.empty() ? "" : ", ") + f.reason;
+            const std::string fam_name = fam.family == Family::kV4 ? "IPv4" : "IPv6";
+            return fail(
+                v,
+                make_error(wanted ? Code::kRequestedAddressInvalid : Code::kNoAddressFree,
+                           "failed to allocate any " + fam_name + " IP address to NIC " +
+                               env.ifname + " from IPPools " + go_list(tried) + ": [" + why + "]",
+                           "rule: " + pools::describe(sel.rule)));
+        }
+    }
+    Invocation inv =
+        succeed(pool_result(v, nc, catalog, addrs, sel.clean_gateway, sel.annotation_routes, dns));
+    keep_for_compaction(inv, opened);
+    return inv;
+}
+
+// DEL, GC: every pool state of the node, whatever the pools directory says now.
+Invocation pool_release(const CniEnv& env, const NetConf& nc, const std::string& v,
+                        const pools::Catalog& catalog) {
+    const engine::AttachmentKey key{env.container_id, env.ifname};
+    std::vector<OpenState> opened;
+    std::optional<Error> first_error;
+    for (const std::string& name : pool_states(nc)) {
+        auto st = open_state(name, reading_config(nc, name, catalog));
+        if (!st) {
+            if (!first_error) first_error = st.error();
+            continue;
+        }
+        opened.push_back(std::move(*st));
+        OpenState& s = opened.back();
+        engine::Allocator alloc(*s.store, *s.cfg);
+        Status done = Ok{};
+        if (env.command == Command::kDel) {
+            done = alloc.del(key);
+        } else {
+            auto gc = alloc.gc(*nc.valid_attachments, network_tag(nc.network.name));
+            if (!gc) done = gc.error();
+        }
+        if (!done && !first_error) first_error = done.error();
+    }
+    // Every state was tried: one that failed is retried by the runtime, the others are done.
+    if (first_error) return fail(v, *first_error);
+    Invocation inv;
+    keep_for_compaction(inv, opened);
+    return inv;
+}
+
+Invocation pool_check(const CniEnv& env, const NetConf& nc, const std::string& v,
+                      const pools::Catalog& catalog) {
+    const engine::AttachmentKey key{env.container_id, env.ifname};
+    std::vector<OpenState> opened;
+    auto held = find_held(nc, catalog, key, opened);
+    if (!held) return fail(v, held.error());
+    std::set<std::pair<int, engine::u128>> ours, theirs;
+    std::string have;
+    for (const Held& h : *held) {
+        for (const auto& a : h.addresses) {
+            ours.insert({int(a.address.family), a.address.value});
+            have += (have.empty() ? "" : ",") + a.address.to_string();
+        }
+    }
+    if (ours.empty()) {
+        return fail(v, make_error(Code::kCheckNoAllocation,
+                                  "no address is allocated to container " + key.container_id +
+                                      " interface " + key.ifname + " in any pool"));
+    }
+    if (nc.prev_result.is_object() && nc.prev_result.contains("ips") &&
+        nc.prev_result["ips"].is_array()) {
+        for (const auto& ip : nc.prev_result["ips"]) {
+            if (!ip.is_object() || !ip.contains("address") || !ip["address"].is_string()) {
+                return fail(v,
+                            make_error(Code::kDecode, "prevResult.ips[].address must be a string"));
+            }
+            auto c = engine::Cidr::parse(ip["address"].get<std::string>());
+            if (!c) {
+                return fail(v, make_error(Code::kDecode,
+                                          "invalid prevResult address " + ip["address"].dump()));
+            }
+            // Addresses of our pools and subnets are ours to check; others are another plugin's.
+            bool in_pools = ours.count({int(c->address.family), c->address.value}) != 0;
+            for (const auto& p : catalog.pools())
+                in_pools = in_pools || p.subnet.contains(c->address);
+            for (const auto& s : catalog.subnets())
+                in_pools = in_pools || s.subnet.contains(c->address);
+            if (in_pools) theirs.insert({int(c->address.family), c->address.value});
+        }
+        if (ours != theirs) {
+            return fail(
+                v, make_error(Code::kCheckMismatch,
+                              "the addresses allocated to the container differ from prevResult",
+                              "allocated: " + have));
+        }
+    }
+    return Invocation{};
+}
+
+}  // namespace
+
+Invocation run_pool_command(const CniEnv& env, const NetConf& nc, const std::string& v,
+                            const std::vector<IpAddress>& requested, const CniArgs& args,
+                            const json& dns) {
+    auto catalog = load_catalog(nc);
+    if (!catalog) return fail(v, catalog.error());
+    switch (env.command) {
+        case Command::kAdd:
+            return pool_add(env, nc, v, requested, args, dns, **catalog);
+        case Command::kDel:
+            return pool_release(env, nc, v, **catalog);
+        case Command::kGc:
+            if (!nc.valid_attachments) {
+                return fail(v, make_error(Code::kInvalidConfig,
+                                          "GC needs \"cni.dev/valid-attachments\" in the config"));
+            }
+            return pool_release(env, nc, v, **catalog);
+        case Command::kCheck:
+            return pool_check(env, nc, v, **catalog);
+        case Command::kStatus:
+            if ((*catalog)->pools().empty() && (*catalog)->subnets().empty()) {
+                return fail(v, make_error(Code::kUnavailable,
+                                          "poolsDir " + nc.pool_mode->pools_dir +
+                                              " holds no usable SpiderIPPool or SpiderSubnet"));
+            }
+            return Invocation{};
+        case Command::kVersion:
+            break;
+    }
+    return Invocation{};
+}
+
+}  // namespace shmipam::cni

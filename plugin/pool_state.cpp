@@ -1,0 +1,153 @@
+#include "plugin/pool_state.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace shmipam::cni {
+
+using engine::Cidr;
+using engine::Family;
+using engine::IpAddress;
+using engine::Range;
+using engine::u128;
+
+namespace {
+
+constexpr const char* kPoolsDir = "/_pools";
+constexpr const char* kPoolPrefix = "ippool_";
+constexpr const char* kSubnetPrefix = "subnet_";
+// Index size of a state whose object is gone (it holds at most what this node had).
+constexpr u128 kUnknownCapacity = 4096;
+
+std::unique_ptr<engine::NetworkConfig> base_config(const NetConf& nc, const std::string& state) {
+    auto cfg = std::make_unique<engine::NetworkConfig>(nc.network);
+    cfg->name = state;
+    cfg->run_dir = nc.network.run_dir + kPoolsDir;
+    cfg->data_dir = nc.network.data_dir + kPoolsDir;
+    return cfg;
+}
+
+// The index holds this node's attachments of the pool: room for every address of the subnet (a
+// pool may grow within it) up to 4096 (an index of 8192 entries, 2 MiB), far above the pods a
+// node runs. Sized once, when the state is created.
+constexpr int kCapacityBits = 12;
+u128 capacity_of(const Cidr& subnet) {
+    const int host_bits = subnet.address.bits() - subnet.prefix;
+    return u128{1} << std::min(host_bits, kCapacityBits);
+}
+
+Range whole(const Cidr& subnet, const std::optional<IpAddress>& gateway) {
+    Range r;
+    r.subnet = Cidr{subnet.network(), subnet.prefix};
+    r.start = subnet.network();
+    r.end = subnet.last();
+    r.gateway = gateway.value_or(subnet.network());  // the network address: excluded anyway
+    return r;
+}
+
+struct ObjectView {
+    Cidr subnet;
+    std::optional<IpAddress> gateway;
+    std::vector<pools::Route> routes;
+};
+
+std::optional<ObjectView> object_of(const std::string& state, const pools::Catalog& catalog) {
+    if (state.rfind(kPoolPrefix, 0) == 0) {
+        if (const pools::IpPool* p = catalog.pool(state.substr(std::strlen(kPoolPrefix)))) {
+            return ObjectView{p->subnet, p->gateway, p->routes};
+        }
+    } else if (state.rfind(kSubnetPrefix, 0) == 0) {
+        if (const pools::Subnet* s = catalog.subnet(state.substr(std::strlen(kSubnetPrefix)))) {
+            return ObjectView{s->subnet, s->gateway, s->routes};
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string state_name(const pools::Candidate& c) {
+    return (c.pool != nullptr ? kPoolPrefix : kSubnetPrefix) + c.name;
+}
+
+std::vector<std::string> pool_states(const NetConf& nc) {
+    std::vector<std::string> out;
+    const std::string dir = nc.network.data_dir + kPoolsDir;
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return out;
+    while (dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.rfind(kPoolPrefix, 0) == 0 || name.rfind(kSubnetPrefix, 0) == 0) {
+            out.push_back(name);
+        }
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::unique_ptr<engine::NetworkConfig> allocating_config(const NetConf& nc,
+                                                         const std::string& state,
+                                                         const Cidr& subnet,
+                                                         const std::optional<IpAddress>& gateway,
+                                                         const pools::IpSet& allocatable) {
+    auto cfg = base_config(nc, state);
+    engine::RangeSet set;
+    for (const pools::Interval& i : allocatable.intervals()) {
+        Range r = whole(subnet, gateway);
+        r.start = IpAddress{i.first, subnet.address.family};
+        r.end = IpAddress{i.last, subnet.address.family};
+        set.push_back(r);
+    }
+    cfg->range_sets = {std::move(set)};
+    cfg->index_capacity = capacity_of(subnet);
+    return cfg;
+}
+
+std::unique_ptr<engine::NetworkConfig> reading_config(const NetConf& nc, const std::string& state,
+                                                      const pools::Catalog& catalog) {
+    auto cfg = base_config(nc, state);
+    if (auto o = object_of(state, catalog)) {
+        cfg->range_sets = {{whole(o->subnet, o->gateway)}};
+        cfg->index_capacity = capacity_of(o->subnet);
+        return cfg;
+    }
+    // The object is gone from poolsDir: its addresses are still released, with host prefixes.
+    engine::RangeSet any;
+    for (Family f : {Family::kV4, Family::kV6}) {
+        const IpAddress zero{0, f};
+        Range r;
+        r.subnet = Cidr{zero, zero.bits()};
+        r.start = zero;
+        r.end = IpAddress{zero.max_value(), f};
+        r.gateway = zero;
+        any.push_back(r);
+    }
+    cfg->range_sets = {std::move(any)};
+    cfg->index_capacity = kUnknownCapacity;
+    return cfg;
+}
+
+std::optional<IpAddress> gateway_of(const std::string& state, const pools::Catalog& catalog) {
+    auto o = object_of(state, catalog);
+    return o ? o->gateway : std::nullopt;
+}
+
+std::vector<pools::Route> routes_of(const std::string& state, const pools::Catalog& catalog) {
+    auto o = object_of(state, catalog);
+    return o ? o->routes : std::vector<pools::Route>{};
+}
+
+uint64_t network_tag(const std::string& network_name) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : network_name) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    h &= (uint64_t{1} << 48) - 1;
+    return h == 0 ? 1 : h;
+}
+
+}  // namespace shmipam::cni

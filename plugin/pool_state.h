@@ -1,0 +1,41 @@
+// Where pool mode keeps each pool's state, and the engine config that opens it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/state/network_config.h"
+#include "plugin/netconf.h"
+#include "pools/catalog.h"
+#include "pools/selection.h"
+
+namespace shmipam::cni {
+
+// The state directory name of a candidate: "ippool_<name>" or "subnet_<name>" (Kubernetes
+// names have no '_', so the two never meet).
+std::string state_name(const pools::Candidate& c);
+
+// Every pool state this node has (the journal directories under <dataDir>/_pools), by name.
+std::vector<std::string> pool_states(const NetConf& nc);
+
+// The config that allocates from `allocatable` of the pool or subnet behind `state`.
+std::unique_ptr<engine::NetworkConfig> allocating_config(
+    const NetConf& nc, const std::string& state, const engine::Cidr& subnet,
+    const std::optional<engine::IpAddress>& gateway, const pools::IpSet& allocatable);
+
+// The config that reads or releases what a state holds (DEL, CHECK, GC, a repeated ADD): its
+// range is the object's whole subnet when the catalog still has it (so answers carry the right
+// prefix and gateway), or every address of both families when the object is gone.
+std::unique_ptr<engine::NetworkConfig> reading_config(const NetConf& nc, const std::string& state,
+                                                      const pools::Catalog& catalog);
+
+// The gateway a state's addresses answer with (the object's), when the catalog has it.
+std::optional<engine::IpAddress> gateway_of(const std::string& state,
+                                            const pools::Catalog& catalog);
+std::vector<pools::Route> routes_of(const std::string& state, const pools::Catalog& catalog);
+
+// A 48-bit tag of the network name, never 0 (format.h, Entry::network_tag).
+uint64_t network_tag(const std::string& network_name);
+
+}  // namespace shmipam::cni
