@@ -1,0 +1,345 @@
+// Pool mode driven as a runtime drives it: real pool files, pod annotations in runtimeConfig,
+// real plugin processes. docs/pools.md.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/support/plugin_runner.h"
+#include "tests/support/temp_dir.h"
+
+namespace shmipam::testing {
+namespace {
+
+using nlohmann::json;
+
+const char* kPools = R"(apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: small}
+spec:
+  subnet: 10.40.0.0/24
+  ips: ["10.40.0.10-10.40.0.12"]
+  gateway: 10.40.0.1
+  routes: [{dst: 10.99.0.0/16, gw: 10.40.0.1}]
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: big}
+spec: {subnet: 10.41.0.0/16, ips: ["10.41.0.10-10.41.3.200"], gateway: 10.41.0.1, default: true}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: six}
+spec: {subnet: "fd00:40::/64", ips: ["fd00:40::10-fd00:40::ffff"], gateway: "fd00:40::1", default: true}
+)";
+
+class PoolMode : public ::testing::Test {
+  protected:
+    TempDir dir;
+    void SetUp() override { write_pools("pools.yaml", kPools); }
+    void write_pools(const std::string& file, const std::string& text) {
+        ::mkdir(dir.sub("pools").c_str(), 0755);
+        write_file(dir.sub("pools") + "/" + file, text);
+    }
+    json config(const std::string& network = "net", const std::string& annotations = "") {
+        json c = {{"cniVersion", "1.1.0"},
+                  {"name", network},
+                  {"type", "bridge"},
+                  {"ipam",
+                   {{"type", "shmipam"},
+                    {"runDir", dir.sub("run")},
+                    {"dataDir", dir.sub("data")},
+                    {"poolsDir", dir.sub("pools")},
+                    {"nodeName", "node-a"},
+                    {"reuseDelay", 0}}}};
+        if (!annotations.empty()) {
+            c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = json::parse(annotations);
+        }
+        return c;
+    }
+    static std::map<std::string, std::string> env(const std::string& cmd, const std::string& id,
+                                                  const std::string& ifname = "eth0") {
+        return cni_env(cmd, id, ifname,
+                       "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-" + id);
+    }
+    int verify(const std::string& state) {
+        auto r = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "verify", state});
+        EXPECT_EQ(r.exit_code, 0) << state << ": " << r.out << r.err;
+        return r.exit_code;
+    }
+};
+
+std::vector<std::string> addresses(const ProcessResult& r) {
+    std::vector<std::string> out;
+    const json doc = r.json();
+    for (const auto& ip : doc["ips"]) out.push_back(ip["address"]);
+    return out;
+}
+
+TEST_F(PoolMode, AnAnnotatedPodGetsOneAddressPerFamilyWithGatewaysAndRoutes) {
+    const json cfg = config(
+        "net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"], \"ipv6\": [\"six\"]}",
+                          "ipam.spidernet.io/routes": "[{\"dst\": \"10.77.0.0/16\", \"gw\": \"10.40.0.1\"}]"})");
+    auto add = run_plugin(env("ADD", "c1"), cfg.dump());
+    ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+    const json r = add.json();
+    EXPECT_EQ(addresses(add), (std::vector<std::string>{"10.40.0.10/24", "fd00:40::10/64"}));
+    EXPECT_EQ(r["ips"][0]["gateway"], "10.40.0.1");
+    EXPECT_EQ(r["ips"][1]["gateway"], "fd00:40::1");
+    EXPECT_EQ(r["routes"], json::parse(R"([{"dst":"10.99.0.0/16","gw":"10.40.0.1"},
+        {"dst":"0.0.0.0/0","gw":"10.40.0.1"},{"dst":"::/0","gw":"fd00:40::1"},
+        {"dst":"10.77.0.0/16","gw":"10.40.0.1"}])"));
+    // clean_gateway drops the default routes, not the gateways.
+    json clean = cfg;
+    clean["ipam"]["clean_gateway"] = true;
+    auto add2 = run_plugin(env("ADD", "c2"), clean.dump());
+    ASSERT_EQ(add2.exit_code, 0) << add2.out;
+    const json r2 = add2.json();
+    for (const auto& route : r2["routes"]) EXPECT_NE(route["dst"], "0.0.0.0/0");
+    EXPECT_EQ(add2.json()["ips"][0]["gateway"], "10.40.0.1");
+    verify("ippool_small");
+    verify("ippool_six");
+}
+
+TEST_F(PoolMode, AnExhaustedPoolFallsThroughAndTheLastOneSaysWhyForEachPool) {
+    const json cfg =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\", \"big\"]}"})");
+    std::vector<std::string> got;
+    for (int i = 0; i < 4; ++i) {
+        auto add = run_plugin(env("ADD", "c" + std::to_string(i)), cfg.dump());
+        ASSERT_EQ(add.exit_code, 0) << add.out;
+        got.push_back(addresses(add)[0]);
+    }
+    EXPECT_EQ(got, (std::vector<std::string>{"10.40.0.10/24", "10.40.0.11/24", "10.40.0.12/24",
+                                             "10.41.0.10/16"}));
+    const json only_small =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+    auto full = run_plugin(env("ADD", "c9"), only_small.dump());
+    ASSERT_NE(full.exit_code, 0);
+    EXPECT_EQ(full.json()["code"], 100) << full.out;
+    const std::string msg = full.json()["msg"];
+    EXPECT_NE(msg.find("failed to allocate any IPv4 IP address to NIC eth0 from IPPools [small]"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("all IP addresses used out of small"), std::string::npos) << msg;
+    EXPECT_NE(
+        full.json()["details"].get<std::string>().find("pod annotation ipam.spidernet.io/ippool"),
+        std::string::npos)
+        << full.out;
+}
+
+TEST_F(PoolMode, ARepeatedAddAnswersWhatTheAttachmentHoldsEvenAfterItsPoolIsDisabled) {
+    const json cfg =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\", \"big\"]}"})");
+    auto first = run_plugin(env("ADD", "c1"), cfg.dump());
+    ASSERT_EQ(first.exit_code, 0) << first.out;
+    std::string text = kPools;
+    text.replace(text.find("gateway: 10.40.0.1\n"), 19, "gateway: 10.40.0.1\n  disable: true\n");
+    write_pools("pools.yaml", text);
+    auto again = run_plugin(env("ADD", "c1"), cfg.dump());
+    ASSERT_EQ(again.exit_code, 0) << again.out;
+    EXPECT_EQ(addresses(again), addresses(first));
+    // A new pod now gets `big`; a DEL of the first releases from the disabled pool.
+    auto other = run_plugin(env("ADD", "c2"), cfg.dump());
+    EXPECT_EQ(addresses(other), std::vector<std::string>{"10.41.0.10/16"});
+    ASSERT_EQ(run_plugin(env("DEL", "c1"), cfg.dump()).exit_code, 0);
+    write_pools("pools.yaml", kPools);
+    // Next-fit: after .11 and .12 (c2 took `big`), the released .10 comes round again.
+    auto c3 = run_plugin(env("ADD", "c3"), cfg.dump());
+    EXPECT_EQ(addresses(c3), std::vector<std::string>{"10.40.0.11/24"}) << c3.out;
+    auto c4 = run_plugin(env("ADD", "c4"), cfg.dump());
+    EXPECT_EQ(addresses(c4), std::vector<std::string>{"10.40.0.12/24"}) << c4.out;
+    auto c5 = run_plugin(env("ADD", "c5"), cfg.dump());
+    EXPECT_EQ(addresses(c5), std::vector<std::string>{"10.40.0.10/24"}) << c5.out;
+    verify("ippool_small");
+}
+
+TEST_F(PoolMode, DelReleasesFromAPoolWhoseFileWasDeleted) {
+    write_pools("extra.yaml", R"(apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: temp}
+spec: {subnet: 10.42.0.0/24, ips: ["10.42.0.5"]}
+)");
+    const json cfg = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"temp\"]}"})");
+    ASSERT_EQ(run_plugin(env("ADD", "c1"), cfg.dump()).exit_code, 0);
+    ASSERT_EQ(::unlink((dir.sub("pools") + "/extra.yaml").c_str()), 0);
+    auto check = run_plugin(env("CHECK", "c1"), cfg.dump());
+    EXPECT_EQ(check.exit_code, 0) << check.out;
+    ASSERT_EQ(run_plugin(env("DEL", "c1"), cfg.dump()).exit_code, 0);
+    check = run_plugin(env("CHECK", "c1"), cfg.dump());
+    EXPECT_EQ(check.json()["code"], 110) << check.out;
+    auto dump = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "dump", "ippool_temp", "--json"});
+    ASSERT_EQ(dump.json()["allocations"].size(), 1u) << dump.out;
+    EXPECT_EQ(dump.json()["allocations"][0]["state"], "cooling");
+    verify("ippool_temp");
+}
+
+TEST_F(PoolMode, EditingAPoolKeepsLiveAllocationsAndANewlyExcludedAddressIsNotReused) {
+    const json cfg = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+    for (const char* id : {"c1", "c2", "c3"})
+        ASSERT_EQ(run_plugin(env("ADD", id), cfg.dump()).exit_code, 0);
+    // Grow the pool and exclude an address in use (.11, held by c2).
+    std::string text = kPools;
+    const std::string old_ips = "ips: [\"10.40.0.10-10.40.0.12\"]";
+    text.replace(text.find(old_ips), old_ips.size(),
+                 "ips: [\"10.40.0.10-10.40.0.14\"]\n  excludeIPs: [10.40.0.11]");
+    write_pools("pools.yaml", text);
+    auto c2 = run_plugin(env("ADD", "c2"), cfg.dump());
+    EXPECT_EQ(addresses(c2), std::vector<std::string>{"10.40.0.11/24"}) << "kept until released";
+    ASSERT_EQ(run_plugin(env("DEL", "c2"), cfg.dump()).exit_code, 0);
+    std::set<std::string> next;
+    for (const char* id : {"c4", "c5"}) {
+        auto r = run_plugin(env("ADD", id), cfg.dump());
+        ASSERT_EQ(r.exit_code, 0) << r.out;
+        next.insert(addresses(r)[0]);
+    }
+    EXPECT_EQ(next, (std::set<std::string>{"10.40.0.13/24", "10.40.0.14/24"}));
+    auto full = run_plugin(env("ADD", "c6"), cfg.dump());
+    EXPECT_EQ(full.json()["code"], 100)
+        << "the excluded .11 is never handed out again: " << full.out;
+    verify("ippool_small");
+}
+
+TEST_F(PoolMode, TwoNetworksSharingAPoolNeverHandOutOneAddressTwiceUnder200ConcurrentAdds) {
+    const json a = config("net-a", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"big\"]}"})");
+    const json b = config("net-b", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"big\"]}"})");
+    std::vector<std::unique_ptr<Child>> kids;
+    for (int i = 0; i < 200; ++i) {
+        const json& cfg = i % 2 ? a : b;
+        kids.push_back(std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH},
+                                               env("ADD", "pod" + std::to_string(i)), cfg.dump()));
+    }
+    std::set<std::string> seen;
+    for (auto& k : kids) {
+        auto r = k->wait();
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        EXPECT_TRUE(seen.insert(addresses(r)[0]).second) << "duplicate " << addresses(r)[0];
+    }
+    EXPECT_EQ(seen.size(), 200u);
+    verify("ippool_big");
+}
+
+TEST_F(PoolMode, GcOfOneNetworkNeverReleasesAnotherNetworksAttachmentInASharedPool) {
+    const json a = config("net-a", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+    const json b = config("net-b", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+    ASSERT_EQ(run_plugin(env("ADD", "a1"), a.dump()).exit_code, 0);
+    ASSERT_EQ(run_plugin(env("ADD", "a2"), a.dump()).exit_code, 0);
+    ASSERT_EQ(run_plugin(env("ADD", "b1"), b.dump()).exit_code, 0);
+    json gc = a;
+    gc["cni.dev/valid-attachments"] = json::parse(R"([{"containerID": "a1", "ifname": "eth0"}])");
+    auto r = run_plugin({{"CNI_COMMAND", "GC"}, {"CNI_PATH", "/x"}}, gc.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(run_plugin(env("CHECK", "a1"), a.dump()).exit_code, 0);
+    EXPECT_EQ(run_plugin(env("CHECK", "a2"), a.dump()).json()["code"], 110) << "a2 was collected";
+    EXPECT_EQ(run_plugin(env("CHECK", "b1"), b.dump()).exit_code, 0)
+        << "net-b's attachment is not net-a's to collect";
+    verify("ippool_small");
+}
+
+TEST_F(PoolMode, SelectionByNamespaceNodeAndPodLabels) {
+    write_pools("cluster.yaml", R"(apiVersion: v1
+kind: Namespace
+metadata: {name: team, annotations: {ipam.spidernet.io/default-ipv4-ippool: '["rack-*"]'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-a, labels: {rack: r1}}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: rack-1}
+spec: {subnet: 10.50.0.0/24, ips: ["10.50.0.10-10.50.0.20"], nodeAffinity: {matchLabels: {rack: r1}}}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: rack-2}
+spec: {subnet: 10.51.0.0/24, ips: ["10.51.0.10-10.51.0.20"], nodeAffinity: {matchLabels: {rack: r2}}}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: rack-db}
+spec: {subnet: 10.52.0.0/24, ips: ["10.52.0.10-10.52.0.20"], podAffinity: {matchLabels: {app: db}}}
+)");
+    json cfg = config();
+    auto env_team =
+        cni_env("ADD", "t1", "eth0", "IgnoreUnknown=1;K8S_POD_NAMESPACE=team;K8S_POD_NAME=web");
+    auto web = run_plugin(env_team, cfg.dump());
+    ASSERT_EQ(web.exit_code, 0) << web.out;
+    EXPECT_EQ(addresses(web), std::vector<std::string>{"10.50.0.10/24"});
+    cfg["args"]["cni"]["labels"] = json::parse(R"([{"key": "app", "value": "db"}])");
+    env_team["CNI_CONTAINERID"] = "t2";
+    auto db = run_plugin(env_team, cfg.dump());
+    ASSERT_EQ(db.exit_code, 0) << db.out;
+    EXPECT_EQ(addresses(db), std::vector<std::string>{"10.52.0.10/24"})
+        << "podAffinity sorts first";
+    // On another node neither rack pool serves a web pod: every one is filtered, and said so.
+    cfg["ipam"]["nodeName"] = "node-b";
+    cfg["args"]["cni"]["labels"] = json::array();
+    env_team["CNI_CONTAINERID"] = "t3";
+    auto none = run_plugin(env_team, cfg.dump());
+    EXPECT_EQ(none.json()["code"], 121) << none.out;
+    const std::string msg = none.json()["msg"];
+    EXPECT_NE(msg.find("unmatched Node affinity of IPPool rack-1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unmatched Pod affinity of IPPool rack-db"), std::string::npos) << msg;
+}
+
+TEST_F(PoolMode, BadPoolFilesAndAnnotationsGetClearErrorsAndLeaveTheRestServing) {
+    write_pools("broken.yaml",
+                "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+                "metadata: {name: broken}\nspec: {subnet: 10.60.0.0/24, ips: [10.61.0.1]}\n");
+    write_pools("garbage.yaml", "{{{ not yaml");
+    const json good = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+    auto ok = run_plugin(env("ADD", "c1"), good.dump());
+    ASSERT_EQ(ok.exit_code, 0) << ok.out;
+    const json broken =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"broken\"]}"})");
+    auto r = run_plugin(env("ADD", "c2"), broken.dump());
+    EXPECT_EQ(r.json()["code"], 122) << r.out;
+    EXPECT_NE(r.json()["msg"].get<std::string>().find("broken.yaml"), std::string::npos) << r.out;
+    const json bad_json = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\""})");
+    r = run_plugin(env("ADD", "c3"), bad_json.dump());
+    EXPECT_EQ(r.json()["code"], 120) << r.out;
+    const json unknown = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"nope\"]}"})");
+    r = run_plugin(env("ADD", "c4"), unknown.dump());
+    EXPECT_EQ(r.json()["code"], 122) << r.out;
+    // None of the failures took an address.
+    auto dump =
+        run_ctl({"--run-dir", dir.sub("run") + "/_pools", "dump", "ippool_small", "--json"});
+    EXPECT_EQ(dump.json()["allocations"].size(), 1u) << dump.out;
+    verify("ippool_small");
+}
+
+TEST_F(PoolMode, PoolsDirBesideRangesIsAnError) {
+    json cfg = config();
+    cfg["ipam"]["ranges"] = json::parse(R"([[{"subnet": "10.9.0.0/24"}]])");
+    auto r = run_plugin(env("ADD", "c1"), cfg.dump());
+    EXPECT_EQ(r.json()["code"], 7) << r.out;
+    EXPECT_NE(r.json()["msg"].get<std::string>().find("poolsDir and ranges cannot both be set"),
+              std::string::npos);
+    cfg = config();
+    cfg["ipam"]["poolsDir"] = dir.sub("missing");
+    r = run_plugin(env("ADD", "c1"), cfg.dump());
+    EXPECT_EQ(r.json()["code"], 7) << r.out;
+}
+
+TEST_F(PoolMode, AFailedSecondFamilyUndoesTheFirst) {
+    write_pools("six-full.yaml", R"(apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: six-one}
+spec: {subnet: "fd00:41::/64", ips: ["fd00:41::10"]}
+)");
+    const json cfg = config(
+        "net",
+        R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"], \"ipv6\": [\"six-one\"]}"})");
+    ASSERT_EQ(run_plugin(env("ADD", "c1"), cfg.dump()).exit_code, 0);
+    auto second = run_plugin(env("ADD", "c2"), cfg.dump());
+    ASSERT_EQ(second.json()["code"], 100) << second.out;
+    auto dump =
+        run_ctl({"--run-dir", dir.sub("run") + "/_pools", "dump", "ippool_small", "--json"});
+    size_t held = 0;
+    const json doc = dump.json();
+    for (const auto& a : doc["allocations"]) held += a["state"] == "allocated";
+    EXPECT_EQ(held, 1u) << "the IPv4 address of the failed ADD was released: " << dump.out;
+}
+
+}  // namespace
+}  // namespace shmipam::testing
