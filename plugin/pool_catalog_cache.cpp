@@ -1,12 +1,95 @@
 #include "plugin/pool_catalog_cache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "pools/catalog_codec.h"
 #include "pools/pool_dir.h"
 
 namespace shmipam::cni {
 
+namespace {
+
+std::string snapshot_path(const NetConf& nc) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a of the directory's name
+    for (unsigned char c : nc.pool_mode->pools_dir) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return nc.network.run_dir + "/_pools/catalog-" + hex;
+}
+
+std::string read_all(const std::string& path) {
+    std::string out;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return out;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (64 << 20)) {
+        out.resize(size_t(st.st_size));
+        size_t got = 0;
+        while (got < out.size()) {
+            const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+            if (n <= 0) break;
+            got += size_t(n);
+        }
+        out.resize(got);
+    }
+    ::close(fd);
+    return out;
+}
+
+// Snapshot file: u32 stamp size, the stamp, the encoded catalog.
+std::optional<pools::Catalog> from_snapshot(const std::string& path, const std::string& stamp) {
+    const std::string bytes = read_all(path);
+    uint32_t n = 0;
+    if (bytes.size() < sizeof n) return std::nullopt;
+    std::memcpy(&n, bytes.data(), sizeof n);
+    if (bytes.size() - sizeof n < n || bytes.compare(sizeof n, n, stamp) != 0) return std::nullopt;
+    return pools::decode_catalog(std::string_view(bytes).substr(sizeof n + n));
+}
+
+// Written aside and renamed over: a reader sees the old snapshot or the new one, whole.
+void write_snapshot(const std::string& path, const std::string& stamp,
+                    const pools::Catalog& catalog) {
+    const std::string dir = path.substr(0, path.rfind('/'));
+    ::mkdir(dir.substr(0, dir.rfind('/')).c_str(), 0755);
+    ::mkdir(dir.c_str(), 0755);
+    const uint32_t n = uint32_t(stamp.size());
+    std::string bytes(reinterpret_cast<const char*>(&n), sizeof n);
+    bytes += stamp;
+    bytes += pools::encode_catalog(catalog);
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    const bool whole = ::write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size());
+    ::close(fd);
+    if (!whole || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<const pools::Catalog>> load_catalog(const NetConf& nc) {
-    auto c = pools::load_pools_dir(nc.pool_mode->pools_dir);
+    const std::string& dir = nc.pool_mode->pools_dir;
+    bool racy = false;
+    auto stamp = pools::directory_stamp(dir, &racy);
+    if (!stamp) return stamp.error();
+    const std::string path = snapshot_path(nc);
+    if (auto c = from_snapshot(path, *stamp)) {
+        return std::shared_ptr<const pools::Catalog>(
+            std::make_shared<pools::Catalog>(std::move(*c)));
+    }
+    auto c = pools::load_pools_dir(dir);
     if (!c) return c.error();
+    // Only a directory that did not change while it was read, and not within a timestamp tick.
+    bool racy_after = false;
+    auto after = pools::directory_stamp(dir, &racy_after);
+    if (!racy && !racy_after && after && *after == *stamp) write_snapshot(path, *stamp, *c);
     return std::shared_ptr<const pools::Catalog>(std::make_shared<pools::Catalog>(std::move(*c)));
 }
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pools/object_decode.h"
@@ -45,6 +47,9 @@ class Catalog {
     IpSet reserved_ips(engine::Family family) const;
 
   private:
+    friend std::string encode_catalog(const Catalog& catalog);
+    friend std::optional<Catalog> decode_catalog(std::string_view bytes);
+
     std::vector<IpPool> pools_;
     std::vector<Subnet> subnets_;
     std::vector<ReservedIp> reserved_;

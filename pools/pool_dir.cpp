@@ -1,13 +1,15 @@
 #include "pools/pool_dir.h"
 
 #include <dirent.h>
-#include <yaml-cpp/yaml.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace shmipam::pools {
 
@@ -21,15 +23,14 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 // YAML 1.2 core schema for plain scalars (what Kubernetes' YAML reader gives): null, booleans,
-// integers; quoted scalars are always strings.
-json scalar_to_json(const YAML::Node& n) {
-    const std::string& s = n.Scalar();
-    if (n.Tag() == "!") return s;  // quoted
+// integers; quoted and block scalars are always strings.
+json scalar_to_json(const yaml_node_t& n) {
+    const std::string s(reinterpret_cast<const char*>(n.data.scalar.value), n.data.scalar.length);
+    if (n.data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return s;
     if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
     if (s == "true" || s == "True" || s == "TRUE") return true;
     if (s == "false" || s == "False" || s == "FALSE") return false;
-    if (!s.empty() &&
-        (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+')) {
+    if (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+') {
         char* end = nullptr;
         errno = 0;
         const long long v = std::strtoll(s.c_str(), &end, 10);
@@ -38,23 +39,34 @@ json scalar_to_json(const YAML::Node& n) {
     return s;
 }
 
-json to_json(const YAML::Node& n) {
-    switch (n.Type()) {
-        case YAML::NodeType::Null:
-        case YAML::NodeType::Undefined:
-            return nullptr;
-        case YAML::NodeType::Scalar:
-            return scalar_to_json(n);
-        case YAML::NodeType::Sequence: {
+// A node of a loaded document as JSON; depth-limited (a YAML alias bomb or a deep document is
+// refused, not followed).
+json to_json(yaml_document_t& doc, int index, int depth) {
+    yaml_node_t* n = yaml_document_get_node(&doc, index);
+    if (n == nullptr || depth > 64) return nullptr;
+    switch (n->type) {
+        case YAML_SCALAR_NODE:
+            return scalar_to_json(*n);
+        case YAML_SEQUENCE_NODE: {
             json a = json::array();
-            for (const auto& item : n) a.push_back(to_json(item));
+            for (yaml_node_item_t* i = n->data.sequence.items.start; i < n->data.sequence.items.top;
+                 ++i) {
+                a.push_back(to_json(doc, *i, depth + 1));
+            }
             return a;
         }
-        case YAML::NodeType::Map: {
+        case YAML_MAPPING_NODE: {
             json o = json::object();
-            for (const auto& kv : n) o[kv.first.as<std::string>()] = to_json(kv.second);
+            for (yaml_node_pair_t* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+                 ++p) {
+                json key = to_json(doc, p->key, depth + 1);
+                o[key.is_string() ? key.get<std::string>() : key.dump()] =
+                    to_json(doc, p->value, depth + 1);
+            }
             return o;
         }
+        case YAML_NO_NODE:
+            break;
     }
     return nullptr;
 }
@@ -84,6 +96,27 @@ void add_document(Catalog& catalog, const std::string& file, size_t& document, c
     }
 }
 
+std::optional<std::string> read_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const int e = errno;
+            ::close(fd);
+            errno = e;
+            return std::nullopt;
+        }
+        if (n == 0) break;
+        out.append(buf, size_t(n));
+    }
+    ::close(fd);
+    return out;
+}
+
 }  // namespace
 
 void load_text(Catalog& catalog, const std::string& file_name, const std::string& text) {
@@ -97,16 +130,33 @@ void load_text(Catalog& catalog, const std::string& file_name, const std::string
         add_document(catalog, file_name, document, doc);
         return;
     }
-    try {
-        for (const YAML::Node& n : YAML::LoadAll(text)) {
-            add_document(catalog, file_name, document, to_json(n));
-        }
-    } catch (const YAML::Exception& e) {
-        catalog.add_problem(file_name, file_name + ": not valid YAML: " + e.what());
+    yaml_parser_t parser;
+    if (yaml_parser_initialize(&parser) == 0) {
+        catalog.add_problem(file_name, file_name + ": out of memory reading YAML");
+        return;
     }
+    yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
+                                 text.size());
+    for (;;) {
+        yaml_document_t doc;
+        if (yaml_parser_load(&parser, &doc) == 0) {
+            catalog.add_problem(file_name, file_name + ": not valid YAML: " +
+                                               (parser.problem ? parser.problem : "parse error") +
+                                               " at line " +
+                                               std::to_string(parser.problem_mark.line + 1));
+            break;
+        }
+        const bool end = yaml_document_get_root_node(&doc) == nullptr;  // the stream's end
+        if (!end) add_document(catalog, file_name, document, to_json(doc, 1, 0));
+        yaml_document_delete(&doc);
+        if (end) break;
+    }
+    yaml_parser_delete(&parser);
 }
 
-Expected<Catalog> load_pools_dir(const std::string& dir) {
+namespace {
+
+Expected<std::vector<std::string>> file_names(const std::string& dir) {
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) {
         return make_error(Code::kInvalidConfig,
@@ -122,16 +172,43 @@ Expected<Catalog> load_pools_dir(const std::string& dir) {
     }
     ::closedir(d);
     std::sort(names.begin(), names.end());
+    return names;
+}
+
+}  // namespace
+
+Expected<std::string> directory_stamp(const std::string& dir, bool* racy) {
+    auto names = file_names(dir);
+    if (!names) return names.error();
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const int64_t now_ns = int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+    std::string stamp = dir;
+    stamp.push_back('\0');
+    for (const auto& name : *names) {
+        struct stat st {};
+        if (::stat((dir + "/" + name).c_str(), &st) != 0) continue;  // gone: not read either
+        const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+        const int64_t ctime = int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+        if (racy != nullptr && std::max(mtime, ctime) > now_ns - 2'000'000'000) *racy = true;
+        stamp += name + '\0' + std::to_string(st.st_size) + ' ' + std::to_string(st.st_ino) + ' ' +
+                 std::to_string(mtime) + ' ' + std::to_string(ctime) + '\0';
+    }
+    return stamp;
+}
+
+Expected<Catalog> load_pools_dir(const std::string& dir) {
+    auto listed = file_names(dir);
+    if (!listed) return listed.error();
+    const std::vector<std::string>& names = *listed;
     Catalog catalog;
     for (const auto& name : names) {
-        std::ifstream in(dir + "/" + name, std::ios::binary);
-        if (!in) {
-            catalog.add_problem(name, name + ": cannot be read");
+        auto text = read_file(dir + "/" + name);
+        if (!text) {
+            catalog.add_problem(name, name + ": cannot be read: " + std::strerror(errno));
             continue;
         }
-        std::stringstream ss;
-        ss << in.rdbuf();
-        load_text(catalog, name, ss.str());
+        load_text(catalog, name, *text);
     }
     catalog.finish();
     return catalog;

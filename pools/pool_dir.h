@@ -15,6 +15,12 @@ namespace shmipam::pools {
 // is a Problem in the catalog, never an error of the whole directory.
 Expected<Catalog> load_pools_dir(const std::string& dir);
 
+// What a pools directory's snapshot is keyed on: every file load_pools_dir reads, with its
+// size, inode, mtime and ctime (nanoseconds). `racy` is set when a file changed within the last
+// two seconds: a rewrite inside the same timestamp tick could go unseen, so no snapshot is
+// written from such a state (git's racy-index rule). Code 7 when the directory cannot be read.
+Expected<std::string> directory_stamp(const std::string& dir, bool* racy);
+
 // The same for one file's text (tests, `shmipamctl explain --pools FILE`).
 void load_text(Catalog& catalog, const std::string& file_name, const std::string& text);
 

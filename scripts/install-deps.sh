@@ -10,7 +10,7 @@ packages=(
     libjemalloc-dev       # allocator for shmipamctl and benchmarks (never the plugin)
     libspdlog-dev         # logging in shmipamctl (never the plugin: start-up cost)
     nlohmann-json3-dev    # JSON for CNI stdin/stdout
-    libyaml-cpp-dev       # pool objects as YAML (poolsDir), as kubectl writes them
+    libyaml-dev           # pool objects as YAML (poolsDir), as kubectl writes them (C: no start-up cost)
     libcli11-dev          # shmipamctl command line
     libgtest-dev libgmock-dev
     libbenchmark-dev

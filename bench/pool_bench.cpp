@@ -1,0 +1,157 @@
+// Pool mode's cost per exec'd ADD: p50 latency and CPU per call with 1, 100 and 1,000 pool
+// objects in poolsDir, against ranges mode, measured in one run with the modes interleaved
+// round by round (this machine is noisy; compare ratios within a run). The pod's pool is
+// selected by the config's default_ipv4_ippool; the other pools are the cluster's, filtered out
+// by nodeName, as on a real node. Journal durability "none", so what differs is the mode.
+//   pool_bench --plugin build/release/shmipam [--calls 400] [--pools 1 100 1000] [--json F]
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/exec_spawner.h"
+
+using nlohmann::json;
+using shmipam::bench::percentiles;
+using shmipam::bench::spawn_and_wait;
+
+namespace {
+
+std::string pool_file(size_t n) {
+    std::string out = "apiVersion: v1\nkind: List\nitems:\n";
+    for (size_t i = 0; i < n; ++i) {
+        const std::string net =
+            "10." + std::to_string(100 + i / 250) + "." + std::to_string(i % 250);
+        out +=
+            "- apiVersion: spiderpool.spidernet.io/v2beta1\n  kind: SpiderIPPool\n"
+            "  metadata: {name: pool-" +
+            std::to_string(i) +
+            "}\n"
+            "  spec:\n    subnet: " +
+            net + ".0/24\n    ips: [\"" + net + ".2-" + net + ".250\"]\n    gateway: " + net +
+            ".1\n" + (i == 0 ? "" : "    nodeName: [node-" + std::to_string(i) + "]\n");
+    }
+    return out;
+}
+
+struct Mode {
+    std::string name;
+    json config;
+    std::vector<double> add_us, add_cpu_us;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"pool_bench: pool mode's ADD cost against ranges mode, one process per call"};
+    std::string plugin, work = "/tmp/shmipam-pool-bench", json_out;
+    size_t calls = 400, rounds = 8;
+    std::vector<size_t> pool_counts{1, 100, 1000};
+    app.add_option("--plugin", plugin, "the plugin binary")->required();
+    app.add_option("--work", work, "state directory");
+    app.add_option("--calls", calls, "ADDs (then DELs) per mode");
+    app.add_option("--rounds", rounds, "rounds the calls are split into, modes interleaved");
+    app.add_option("--pools", pool_counts, "pool object counts");
+    app.add_option("--json", json_out, "write the results as JSON here");
+    CLI11_PARSE(app, argc, argv);
+
+    std::system(("rm -rf '" + work + "' && mkdir -p '" + work + "'").c_str());
+    std::vector<Mode> modes;
+    auto base = [&](const std::string& name) {
+        return json{{"cniVersion", "1.1.0"},
+                    {"name", name},
+                    {"type", "bridge"},
+                    {"ipam",
+                     {{"type", "shmipam"},
+                      {"runDir", work + "/run"},
+                      {"dataDir", work + "/data"},
+                      {"durability", "none"},
+                      {"reuseDelay", 0}}}};
+    };
+    Mode ranges{"ranges", base("ranges"), {}, {}};
+    ranges.config["ipam"]["ranges"] = json::parse(R"([[{"subnet": "10.99.0.0/24"}]])");
+    modes.push_back(ranges);
+    for (size_t n : pool_counts) {
+        const std::string dir = work + "/pools-" + std::to_string(n);
+        ::mkdir(dir.c_str(), 0755);
+        std::ofstream(dir + "/pools.yaml") << pool_file(n);
+        // Files edited a while ago, as on a node between syncs: the first call builds the
+        // snapshot (a file changed within two seconds is re-read until it settles).
+        const struct timespec old[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+        ::utimensat(AT_FDCWD, (dir + "/pools.yaml").c_str(), old, 0);
+        Mode m{"pools-" + std::to_string(n), base("pools-" + std::to_string(n)), {}, {}};
+        m.config["ipam"]["poolsDir"] = dir;
+        m.config["ipam"]["nodeName"] = "node-0";
+        m.config["ipam"]["default_ipv4_ippool"] = json::array({"pool-0"});
+        modes.push_back(m);
+    }
+    // Each mode's pool is its own state: pools-N use pool-0 of their own dataDir.
+    for (auto& m : modes) {
+        if (m.name != "ranges") {
+            m.config["ipam"]["runDir"] = work + "/run-" + m.name;
+            m.config["ipam"]["dataDir"] = work + "/data-" + m.name;
+        }
+    }
+    // The files' ctime is now (utimensat cannot set it): wait out the two-second racy window.
+    ::sleep(3);
+    const size_t per_round = std::max<size_t>(1, calls / rounds);
+    size_t id = 0;
+    for (size_t r = 0; r < rounds; ++r) {
+        for (auto& m : modes) {
+            const std::string cfg = m.config.dump();
+            std::vector<std::string> ids;
+            for (size_t i = 0; i < per_round; ++i) {
+                ids.push_back("c" + std::to_string(id++));
+                auto res = spawn_and_wait(plugin,
+                                          {{"CNI_COMMAND", "ADD"},
+                                           {"CNI_CONTAINERID", ids.back()},
+                                           {"CNI_NETNS", "/x"},
+                                           {"CNI_IFNAME", "eth0"},
+                                           {"CNI_PATH", "/x"},
+                                           {"CNI_ARGS",
+                                            "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;"
+                                            "K8S_POD_NAME=p"}},
+                                          cfg);
+                if (res.exit_code != 0) {
+                    std::fprintf(stderr, "%s: ADD failed: %s\n", m.name.c_str(), res.out.c_str());
+                    return 1;
+                }
+                m.add_us.push_back(res.micros);
+                m.add_cpu_us.push_back(res.cpu_micros);
+            }
+            for (const auto& c : ids) {
+                spawn_and_wait(plugin,
+                               {{"CNI_COMMAND", "DEL"},
+                                {"CNI_CONTAINERID", c},
+                                {"CNI_NETNS", "/x"},
+                                {"CNI_IFNAME", "eth0"},
+                                {"CNI_PATH", "/x"}},
+                               cfg);
+            }
+        }
+    }
+    json out = json::array();
+    std::printf("| mode | ADD p50 (ms) | ADD p90 (ms) | CPU per ADD (ms) | p50 vs ranges |\n");
+    std::printf("|---|---:|---:|---:|---:|\n");
+    const double ranges_p50 = percentiles(modes[0].add_us).p50;
+    for (const auto& m : modes) {
+        const auto p = percentiles(m.add_us);
+        const auto c = percentiles(m.add_cpu_us);
+        std::printf("| %s | %.3f | %.3f | %.3f | %+.3f ms |\n", m.name.c_str(), p.p50 / 1000,
+                    p.p90 / 1000, c.mean / 1000, (p.p50 - ranges_p50) / 1000);
+        out.push_back({{"mode", m.name},
+                       {"add_p50_us", p.p50},
+                       {"add_p90_us", p.p90},
+                       {"cpu_mean_us", c.mean},
+                       {"samples", m.add_us.size()}});
+    }
+    if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
+    return 0;
+}

@@ -1,0 +1,367 @@
+#include "pools/catalog_codec.h"
+
+#include <cstring>
+
+namespace shmipam::pools {
+
+using engine::Cidr;
+using engine::Family;
+using engine::IpAddress;
+using engine::u128;
+
+namespace {
+
+constexpr char kMagic[8] = {'S', 'H', 'M', 'P', 'C', 'A', 'T', '1'};
+
+uint64_t fnv1a(std::string_view bytes) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : bytes) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+class Writer {
+  public:
+    void u8(uint8_t v) { out_.push_back(char(v)); }
+    void u32(uint32_t v) { raw(&v, sizeof v); }
+    void u64(uint64_t v) { raw(&v, sizeof v); }
+    void u128v(u128 v) { raw(&v, sizeof v); }
+    void str(const std::string& s) {
+        u32(uint32_t(s.size()));
+        out_.append(s);
+    }
+    void labels(const Labels& l) {
+        u32(uint32_t(l.size()));
+        for (const auto& [k, v] : l) {
+            str(k);
+            str(v);
+        }
+    }
+    void strings(const std::vector<std::string>& v) {
+        u32(uint32_t(v.size()));
+        for (const auto& s : v) str(s);
+    }
+    void addr(const IpAddress& a) {
+        u8(uint8_t(a.family));
+        u128v(a.value);
+    }
+    void cidr(const Cidr& c) {
+        addr(c.address);
+        u8(uint8_t(c.prefix));
+    }
+    void set(const IpSet& s) {
+        u8(uint8_t(s.family()));
+        u32(uint32_t(s.intervals().size()));
+        for (const Interval& i : s.intervals()) {
+            u128v(i.first);
+            u128v(i.last);
+        }
+    }
+    void gateway(const std::optional<IpAddress>& g) {
+        u8(g ? 1 : 0);
+        if (g) addr(*g);
+    }
+    void routes(const std::vector<Route>& rs) {
+        u32(uint32_t(rs.size()));
+        for (const auto& r : rs) {
+            str(r.dst);
+            str(r.gw);
+        }
+    }
+    void selector(const std::optional<LabelSelector>& s) {
+        u8(s ? 1 : 0);
+        if (!s) return;
+        labels(s->match_labels);
+        u32(uint32_t(s->expressions.size()));
+        for (const auto& e : s->expressions) {
+            str(e.key);
+            u8(uint8_t(e.op));
+            strings(e.values);
+        }
+    }
+    void origin(const Origin& o) {
+        str(o.file);
+        u64(o.document);
+    }
+    std::string& bytes() { return out_; }
+
+  private:
+    void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+    std::string out_;
+};
+
+// Every read is bounds-checked; a short or inconsistent payload sets `bad`.
+class Reader {
+  public:
+    explicit Reader(std::string_view in) : in_(in) {}
+    bool bad = false;
+
+    uint8_t u8() {
+        uint8_t v = 0;
+        raw(&v, 1);
+        return v;
+    }
+    uint32_t u32() {
+        uint32_t v = 0;
+        raw(&v, sizeof v);
+        return v;
+    }
+    uint64_t u64() {
+        uint64_t v = 0;
+        raw(&v, sizeof v);
+        return v;
+    }
+    u128 u128v() {
+        u128 v = 0;
+        raw(&v, sizeof v);
+        return v;
+    }
+    // A count of items each at least `min_bytes` long: more than the rest can hold is corrupt.
+    uint32_t count(size_t min_bytes) {
+        const uint32_t n = u32();
+        if (min_bytes * n > in_.size() - at_) bad = true;
+        return bad ? 0 : n;
+    }
+    std::string str() {
+        const uint32_t n = count(1);
+        if (bad) return {};
+        std::string s(in_.substr(at_, n));
+        at_ += n;
+        return s;
+    }
+    Labels labels() {
+        Labels l;
+        for (uint32_t i = 0, n = count(8); i < n && !bad; ++i) {
+            std::string k = str();
+            l[std::move(k)] = str();
+        }
+        return l;
+    }
+    std::vector<std::string> strings() {
+        std::vector<std::string> v;
+        for (uint32_t i = 0, n = count(4); i < n && !bad; ++i) v.push_back(str());
+        return v;
+    }
+    Family family() {
+        const uint8_t f = u8();
+        if (f != 4 && f != 6) bad = true;
+        return f == 6 ? Family::kV6 : Family::kV4;
+    }
+    IpAddress addr() {
+        IpAddress a;
+        a.family = family();
+        a.value = u128v();
+        return a;
+    }
+    Cidr cidr() {
+        Cidr c;
+        c.address = addr();
+        c.prefix = u8();
+        return c;
+    }
+    IpSet set() {
+        IpSet s(family());
+        for (uint32_t i = 0, n = count(32); i < n && !bad; ++i) {
+            const u128 first = u128v();
+            const u128 last = u128v();
+            s.add(first, last);
+        }
+        return s;
+    }
+    std::optional<IpAddress> gateway() {
+        if (u8() == 0) return std::nullopt;
+        return addr();
+    }
+    std::vector<Route> routes() {
+        std::vector<Route> rs;
+        for (uint32_t i = 0, n = count(8); i < n && !bad; ++i) {
+            Route r;
+            r.dst = str();
+            r.gw = str();
+            rs.push_back(std::move(r));
+        }
+        return rs;
+    }
+    std::optional<LabelSelector> selector() {
+        if (u8() == 0) return std::nullopt;
+        LabelSelector s;
+        s.match_labels = labels();
+        for (uint32_t i = 0, n = count(9); i < n && !bad; ++i) {
+            LabelRequirement r;
+            r.key = str();
+            const uint8_t op = u8();
+            if (op > uint8_t(LabelRequirement::Op::kDoesNotExist)) bad = true;
+            r.op = LabelRequirement::Op(op);
+            r.values = strings();
+            s.expressions.push_back(std::move(r));
+        }
+        return s;
+    }
+    Origin origin() {
+        Origin o;
+        o.file = str();
+        o.document = u64();
+        return o;
+    }
+    bool done() const { return at_ == in_.size(); }
+
+  private:
+    void raw(void* p, size_t n) {
+        if (bad || in_.size() - at_ < n) {
+            bad = true;
+            return;
+        }
+        std::memcpy(p, in_.data() + at_, n);
+        at_ += n;
+    }
+    std::string_view in_;
+    size_t at_ = 0;
+};
+
+}  // namespace
+
+std::string encode_catalog(const Catalog& c) {
+    Writer w;
+    w.u32(uint32_t(c.pools_.size()));
+    for (const IpPool& p : c.pools_) {
+        w.str(p.name);
+        w.origin(p.origin);
+        w.u8(p.terminating);
+        w.cidr(p.subnet);
+        w.set(p.ips);
+        w.set(p.exclude_ips);
+        w.gateway(p.gateway);
+        w.routes(p.routes);
+        w.u8(p.is_default);
+        w.u8(p.disabled);
+        w.strings(p.node_name);
+        w.selector(p.node_affinity);
+        w.strings(p.namespace_name);
+        w.selector(p.namespace_affinity);
+        w.selector(p.pod_affinity);
+        w.strings(p.multus_name);
+    }
+    w.u32(uint32_t(c.subnets_.size()));
+    for (const Subnet& s : c.subnets_) {
+        w.str(s.name);
+        w.origin(s.origin);
+        w.cidr(s.subnet);
+        w.set(s.ips);
+        w.set(s.exclude_ips);
+        w.gateway(s.gateway);
+        w.routes(s.routes);
+    }
+    w.u32(uint32_t(c.reserved_.size()));
+    for (const ReservedIp& r : c.reserved_) {
+        w.str(r.name);
+        w.origin(r.origin);
+        w.set(r.ips);
+    }
+    w.u32(uint32_t(c.namespaces_.size()));
+    for (const auto& [name, ns] : c.namespaces_) {
+        w.str(name);
+        w.labels(ns.labels);
+        w.labels(ns.annotations);
+    }
+    w.u32(uint32_t(c.nodes_.size()));
+    for (const auto& [name, node] : c.nodes_) {
+        w.str(name);
+        w.labels(node.labels);
+    }
+    w.u32(uint32_t(c.problems_.size()));
+    for (const Problem& p : c.problems_) {
+        w.str(p.file);
+        w.str(p.message);
+    }
+    w.labels(c.withdrawn_);
+
+    std::string out(kMagic, sizeof kMagic);
+    const std::string& payload = w.bytes();
+    const uint64_t size = payload.size(), sum = fnv1a(payload);
+    out.append(reinterpret_cast<const char*>(&size), sizeof size);
+    out.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+    out += payload;
+    return out;
+}
+
+std::optional<Catalog> decode_catalog(std::string_view bytes) {
+    if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+        return std::nullopt;
+    }
+    uint64_t size = 0, sum = 0;
+    std::memcpy(&size, bytes.data() + 8, 8);
+    std::memcpy(&sum, bytes.data() + 16, 8);
+    const std::string_view payload = bytes.substr(24);
+    if (payload.size() != size || fnv1a(payload) != sum) return std::nullopt;
+    Reader r(payload);
+    Catalog c;
+    const uint32_t pool_count = r.count(16);
+    c.pools_.reserve(pool_count);
+    for (uint32_t i = 0; i < pool_count && !r.bad; ++i) {
+        IpPool p;
+        p.name = r.str();
+        p.origin = r.origin();
+        p.terminating = r.u8();
+        p.subnet = r.cidr();
+        p.family = p.subnet.address.family;
+        p.ips = r.set();
+        p.exclude_ips = r.set();
+        p.gateway = r.gateway();
+        p.routes = r.routes();
+        p.is_default = r.u8();
+        p.disabled = r.u8();
+        p.node_name = r.strings();
+        p.node_affinity = r.selector();
+        p.namespace_name = r.strings();
+        p.namespace_affinity = r.selector();
+        p.pod_affinity = r.selector();
+        p.multus_name = r.strings();
+        c.pools_.push_back(std::move(p));
+    }
+    for (uint32_t i = 0, n = r.count(16); i < n && !r.bad; ++i) {
+        Subnet s;
+        s.name = r.str();
+        s.origin = r.origin();
+        s.subnet = r.cidr();
+        s.family = s.subnet.address.family;
+        s.ips = r.set();
+        s.exclude_ips = r.set();
+        s.gateway = r.gateway();
+        s.routes = r.routes();
+        c.subnets_.push_back(std::move(s));
+    }
+    for (uint32_t i = 0, n = r.count(16); i < n && !r.bad; ++i) {
+        ReservedIp res;
+        res.name = r.str();
+        res.origin = r.origin();
+        res.ips = r.set();
+        res.family = res.ips.family();
+        c.reserved_.push_back(std::move(res));
+    }
+    for (uint32_t i = 0, n = r.count(12); i < n && !r.bad; ++i) {
+        NamespaceObject ns;
+        ns.name = r.str();
+        ns.labels = r.labels();
+        ns.annotations = r.labels();
+        c.namespaces_[ns.name] = std::move(ns);
+    }
+    for (uint32_t i = 0, n = r.count(8); i < n && !r.bad; ++i) {
+        NodeObject node;
+        node.name = r.str();
+        node.labels = r.labels();
+        c.nodes_[node.name] = std::move(node);
+    }
+    for (uint32_t i = 0, n = r.count(8); i < n && !r.bad; ++i) {
+        Problem p;
+        p.file = r.str();
+        p.message = r.str();
+        c.problems_.push_back(std::move(p));
+    }
+    c.withdrawn_ = r.labels();
+    if (r.bad || !r.done()) return std::nullopt;
+    return c;
+}
+
+}  // namespace shmipam::pools
