@@ -1,6 +1,7 @@
 #include "plugin/pool_catalog_cache.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,33 +26,40 @@ std::string snapshot_path(const NetConf& nc) {
     return nc.network.run_dir + "/_pools/catalog-" + hex;
 }
 
-std::string read_all(const std::string& path) {
-    std::string out;
+// The snapshot, mapped (read-only, private): only the pages the call reads are faulted in. A
+// snapshot is replaced by rename, never written in place, so the mapping never changes under us.
+struct Mapping {
+    void* addr = MAP_FAILED;
+    size_t size = 0;
+    ~Mapping() {
+        if (addr != MAP_FAILED) ::munmap(addr, size);
+    }
+    std::string_view bytes() const { return {static_cast<const char*>(addr), size}; }
+};
+
+std::shared_ptr<Mapping> map_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return out;
+    if (fd < 0) return nullptr;
+    auto m = std::make_shared<Mapping>();
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (64 << 20)) {
-        out.resize(size_t(st.st_size));
-        size_t got = 0;
-        while (got < out.size()) {
-            const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-            if (n <= 0) break;
-            got += size_t(n);
-        }
-        out.resize(got);
+    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+        m->size = size_t(st.st_size);
+        m->addr = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
     }
     ::close(fd);
-    return out;
+    return m->addr == MAP_FAILED ? nullptr : m;
 }
 
 // Snapshot file: u32 stamp size, the stamp, the encoded catalog.
 std::optional<pools::Catalog> from_snapshot(const std::string& path, const std::string& stamp) {
-    const std::string bytes = read_all(path);
+    auto m = map_file(path);
+    if (m == nullptr) return std::nullopt;
+    const std::string_view bytes = m->bytes();
     uint32_t n = 0;
     if (bytes.size() < sizeof n) return std::nullopt;
     std::memcpy(&n, bytes.data(), sizeof n);
-    if (bytes.size() - sizeof n < n || bytes.compare(sizeof n, n, stamp) != 0) return std::nullopt;
-    return pools::decode_catalog(std::string_view(bytes).substr(sizeof n + n));
+    if (bytes.size() - sizeof n < n || bytes.substr(sizeof n, n) != stamp) return std::nullopt;
+    return pools::decode_catalog(bytes.substr(sizeof n + n), m);
 }
 
 // Written aside and renamed over: a reader sees the old snapshot or the new one, whole.

@@ -356,7 +356,7 @@ Invocation run_pool_command(const CniEnv& env, const NetConf& nc, const std::str
         case Command::kCheck:
             return pool_check(env, nc, v, **catalog);
         case Command::kStatus:
-            if ((*catalog)->pools().empty() && (*catalog)->subnets().empty()) {
+            if ((*catalog)->pool_summaries().empty() && (*catalog)->subnets().empty()) {
                 return fail(v, make_error(Code::kUnavailable,
                                           "poolsDir " + nc.pool_mode->pools_dir +
                                               " holds no usable SpiderIPPool or SpiderSubnet"));

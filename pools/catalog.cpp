@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "pools/catalog_codec.h"
+
 namespace shmipam::pools {
 
 void Catalog::add(DecodedObject object) {
@@ -83,12 +85,41 @@ void Catalog::finish() {
     }
     drop_named(pools_, drop_pools);
     drop_named(subnets_, drop_subnets);
+    summarize();
+}
+
+void Catalog::summarize() {
+    summaries_.clear();
+    for (const IpPool& p : pools_) summaries_.push_back({p.name, p.family, p.is_default});
 }
 
 const IpPool* Catalog::pool(const std::string& name) const {
-    auto it = std::lower_bound(pools_.begin(), pools_.end(), name,
-                               [](const IpPool& p, const std::string& n) { return p.name < n; });
-    return it != pools_.end() && it->name == name ? &*it : nullptr;
+    if (all_decoded_) {
+        auto it =
+            std::lower_bound(pools_.begin(), pools_.end(), name,
+                             [](const IpPool& p, const std::string& n) { return p.name < n; });
+        return it != pools_.end() && it->name == name ? &*it : nullptr;
+    }
+    if (auto d = decoded_.find(name); d != decoded_.end()) return &d->second;
+    auto it =
+        std::lower_bound(summaries_.begin(), summaries_.end(), name,
+                         [](const PoolSummary& p, const std::string& n) { return p.name < n; });
+    if (it == summaries_.end() || it->name != name) return nullptr;
+    auto p = decode_pool(pool_blobs_[size_t(it - summaries_.begin())]);
+    if (!p) return nullptr;  // the snapshot's checksum held: cannot happen short of a bug
+    return &decoded_.emplace(name, std::move(*p)).first->second;
+}
+
+const std::vector<IpPool>& Catalog::pools() const {
+    if (!all_decoded_) {
+        pools_.clear();
+        pools_.reserve(pool_blobs_.size());
+        for (std::string_view blob : pool_blobs_) {
+            if (auto p = decode_pool(blob)) pools_.push_back(std::move(*p));
+        }
+        all_decoded_ = true;  // decoded_ stays: pointers pool() gave out remain valid
+    }
+    return pools_;
 }
 
 const Subnet* Catalog::subnet(const std::string& name) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,14 @@
 #include "pools/objects.h"
 
 namespace shmipam::pools {
+
+// What the rules need to know of every pool without decoding it: its name, family and whether
+// it is a cluster default (a snapshot-backed catalog decodes a pool only when it is asked for).
+struct PoolSummary {
+    std::string_view name;  // valid while the catalog lives
+    engine::Family family = engine::Family::kV4;
+    bool is_default = false;
+};
 
 struct Problem {
     std::string file;
@@ -29,7 +38,10 @@ class Catalog {
     // after the last add.
     void finish();
 
-    const std::vector<IpPool>& pools() const { return pools_; }
+    // Every pool by name, decoded (a snapshot-backed catalog decodes them all on the first call:
+    // for the rare paths; the selection uses pool_summaries() and pool()). Not thread-safe.
+    const std::vector<IpPool>& pools() const;
+    const std::vector<PoolSummary>& pool_summaries() const { return summaries_; }
     const std::vector<Subnet>& subnets() const { return subnets_; }
     const std::vector<ReservedIp>& reserved() const { return reserved_; }
     const std::vector<Problem>& problems() const { return problems_; }
@@ -48,9 +60,17 @@ class Catalog {
 
   private:
     friend std::string encode_catalog(const Catalog& catalog);
-    friend std::optional<Catalog> decode_catalog(std::string_view bytes);
+    friend std::optional<Catalog> decode_catalog(std::string_view bytes,
+                                                 std::shared_ptr<const void> backing);
+    void summarize();
 
-    std::vector<IpPool> pools_;
+    mutable std::vector<IpPool> pools_;
+    std::vector<PoolSummary> summaries_;
+    // Snapshot-backed: each pool's encoded bytes (parallel to summaries_), decoded on demand.
+    std::shared_ptr<const void> backing_;  // keeps the bytes the views point into
+    std::vector<std::string_view> pool_blobs_;
+    mutable std::map<std::string, IpPool, std::less<>> decoded_;
+    mutable bool all_decoded_ = true;
     std::vector<Subnet> subnets_;
     std::vector<ReservedIp> reserved_;
     std::map<std::string, NamespaceObject> namespaces_;

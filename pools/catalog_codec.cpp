@@ -11,7 +11,7 @@ using engine::u128;
 
 namespace {
 
-constexpr char kMagic[8] = {'S', 'H', 'M', 'P', 'C', 'A', 'T', '1'};
+constexpr char kMagic[8] = {'S', 'H', 'M', 'P', 'C', 'A', 'T', '2'};
 
 uint64_t fnv1a(std::string_view bytes) {
     uint64_t h = 1469598103934665603ull;
@@ -206,6 +206,16 @@ class Reader {
         return o;
     }
     bool done() const { return at_ == in_.size(); }
+    // The next n bytes, without copying.
+    std::string_view view(size_t n) {
+        if (bad || in_.size() - at_ < n) {
+            bad = true;
+            return {};
+        }
+        std::string_view v = in_.substr(at_, n);
+        at_ += n;
+        return v;
+    }
 
   private:
     void raw(void* p, size_t n) {
@@ -220,29 +230,68 @@ class Reader {
     size_t at_ = 0;
 };
 
+void encode_pool(Writer& w, const IpPool& p) {
+    w.str(p.name);
+    w.origin(p.origin);
+    w.u8(p.terminating);
+    w.cidr(p.subnet);
+    w.set(p.ips);
+    w.set(p.exclude_ips);
+    w.gateway(p.gateway);
+    w.routes(p.routes);
+    w.u8(p.is_default);
+    w.u8(p.disabled);
+    w.strings(p.node_name);
+    w.selector(p.node_affinity);
+    w.strings(p.namespace_name);
+    w.selector(p.namespace_affinity);
+    w.selector(p.pod_affinity);
+    w.strings(p.multus_name);
+}
+
 }  // namespace
+
+std::optional<IpPool> decode_pool(std::string_view blob) {
+    Reader r(blob);
+    IpPool p;
+    p.name = r.str();
+    p.origin = r.origin();
+    p.terminating = r.u8();
+    p.subnet = r.cidr();
+    p.family = p.subnet.address.family;
+    p.ips = r.set();
+    p.exclude_ips = r.set();
+    p.gateway = r.gateway();
+    p.routes = r.routes();
+    p.is_default = r.u8();
+    p.disabled = r.u8();
+    p.node_name = r.strings();
+    p.node_affinity = r.selector();
+    p.namespace_name = r.strings();
+    p.namespace_affinity = r.selector();
+    p.pod_affinity = r.selector();
+    p.multus_name = r.strings();
+    if (r.bad || !r.done()) return std::nullopt;
+    return p;
+}
 
 std::string encode_catalog(const Catalog& c) {
     Writer w;
-    w.u32(uint32_t(c.pools_.size()));
-    for (const IpPool& p : c.pools_) {
-        w.str(p.name);
-        w.origin(p.origin);
-        w.u8(p.terminating);
-        w.cidr(p.subnet);
-        w.set(p.ips);
-        w.set(p.exclude_ips);
-        w.gateway(p.gateway);
-        w.routes(p.routes);
-        w.u8(p.is_default);
-        w.u8(p.disabled);
-        w.strings(p.node_name);
-        w.selector(p.node_affinity);
-        w.strings(p.namespace_name);
-        w.selector(p.namespace_affinity);
-        w.selector(p.pod_affinity);
-        w.strings(p.multus_name);
+    const std::vector<IpPool>& all = c.pools();
+    std::vector<std::string> blobs;
+    for (const IpPool& p : all) {
+        Writer b;
+        encode_pool(b, p);
+        blobs.push_back(std::move(b.bytes()));
     }
+    w.u32(uint32_t(all.size()));
+    for (size_t i = 0; i < all.size(); ++i) {
+        w.str(all[i].name);
+        w.u8(uint8_t(all[i].family));
+        w.u8(all[i].is_default);
+        w.u32(uint32_t(blobs[i].size()));
+    }
+    for (const auto& b : blobs) w.bytes() += b;
     w.u32(uint32_t(c.subnets_.size()));
     for (const Subnet& s : c.subnets_) {
         w.str(s.name);
@@ -286,7 +335,7 @@ std::string encode_catalog(const Catalog& c) {
     return out;
 }
 
-std::optional<Catalog> decode_catalog(std::string_view bytes) {
+std::optional<Catalog> decode_catalog(std::string_view bytes, std::shared_ptr<const void> backing) {
     if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
         return std::nullopt;
     }
@@ -297,29 +346,23 @@ std::optional<Catalog> decode_catalog(std::string_view bytes) {
     if (payload.size() != size || fnv1a(payload) != sum) return std::nullopt;
     Reader r(payload);
     Catalog c;
-    const uint32_t pool_count = r.count(16);
-    c.pools_.reserve(pool_count);
+    c.backing_ = std::move(backing);
+    c.all_decoded_ = false;
+    const uint32_t pool_count = r.count(10);
+    std::vector<uint32_t> blob_sizes;
+    blob_sizes.reserve(pool_count);
+    c.summaries_.reserve(pool_count);
     for (uint32_t i = 0; i < pool_count && !r.bad; ++i) {
-        IpPool p;
-        p.name = r.str();
-        p.origin = r.origin();
-        p.terminating = r.u8();
-        p.subnet = r.cidr();
-        p.family = p.subnet.address.family;
-        p.ips = r.set();
-        p.exclude_ips = r.set();
-        p.gateway = r.gateway();
-        p.routes = r.routes();
-        p.is_default = r.u8();
-        p.disabled = r.u8();
-        p.node_name = r.strings();
-        p.node_affinity = r.selector();
-        p.namespace_name = r.strings();
-        p.namespace_affinity = r.selector();
-        p.pod_affinity = r.selector();
-        p.multus_name = r.strings();
-        c.pools_.push_back(std::move(p));
+        PoolSummary s;
+        s.name = r.view(r.u32());
+        s.family = r.family();
+        s.is_default = r.u8() != 0;
+        blob_sizes.push_back(r.u32());
+        if (i > 0 && !(c.summaries_.back().name < s.name)) r.bad = true;  // sorted, unique
+        c.summaries_.push_back(s);
     }
+    c.pool_blobs_.reserve(pool_count);
+    for (uint32_t n : blob_sizes) c.pool_blobs_.push_back(r.view(n));
     for (uint32_t i = 0, n = r.count(16); i < n && !r.bad; ++i) {
         Subnet s;
         s.name = r.str();

@@ -1,11 +1,14 @@
 // A catalog as bytes and back, for the compiled snapshot of a pools directory (parsing YAML on
 // every exec would cost an ADD milliseconds at a hundred pools; docs/pools.md, "Speed").
 //   magic "SHMPCAT1" | u64 payload size | u64 FNV-1a of the payload | payload
-// The payload: every field of the catalog in declaration order; integers little-endian,
-// strings and lists as a u32 count then their items. A snapshot that does not decode (another
+// The payload: the pools first, as a table (name, family, default, blob size) followed by each
+// pool's blob, so that a reader touches only the table and the pools it asks for; then every
+// other field of the catalog in declaration order. Integers little-endian, strings and lists as
+// a u32 count then their items. A snapshot that does not decode (another
 // version, truncated, corrupt) is ignored and rebuilt: it is a cache, never the truth.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +18,10 @@
 namespace shmipam::pools {
 
 std::string encode_catalog(const Catalog& catalog);
-std::optional<Catalog> decode_catalog(std::string_view bytes);
+// The catalog's pools stay encoded in `bytes` until asked for; `backing` keeps them alive (the
+// mapping or string they are in).
+std::optional<Catalog> decode_catalog(std::string_view bytes, std::shared_ptr<const void> backing);
+// One pool's blob.
+std::optional<IpPool> decode_pool(std::string_view blob);
 
 }  // namespace shmipam::pools

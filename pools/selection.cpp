@@ -152,9 +152,10 @@ Expected<std::vector<std::string>> expand(const std::vector<std::string>& listed
     for (const auto& name : listed) {
         std::vector<std::string> names;
         if (is_pattern(name)) {
-            for (const IpPool& p : catalog.pools()) {
-                if (p.family == family && ::fnmatch(name.c_str(), p.name.c_str(), 0) == 0) {
-                    names.push_back(p.name);
+            for (const PoolSummary& p : catalog.pool_summaries()) {
+                if (p.family == family &&
+                    ::fnmatch(name.c_str(), std::string(p.name).c_str(), 0) == 0) {
+                    names.emplace_back(p.name);
                 }
             }
         } else {
@@ -449,9 +450,9 @@ Expected<RuleLists> candidates(const Catalog& catalog, const PodFacts& pod,
     rule = Rule::kClusterDefault;
     RuleLists r;
     r.clean_gateway = config.clean_gateway;
-    for (const IpPool& p : catalog.pools()) {  // by name
+    for (const PoolSummary& p : catalog.pool_summaries()) {  // by name
         if (!p.is_default) continue;
-        (p.family == Family::kV4 ? r.v4 : r.v6).push_back(p.name);
+        (p.family == Family::kV4 ? r.v4 : r.v6).emplace_back(p.name);
     }
     if (r.v4.empty() && r.v6.empty()) {
         return Error{Code::kNoPoolAvailable,

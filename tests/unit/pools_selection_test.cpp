@@ -3,6 +3,7 @@
 // applies but names nothing (no fall-through), and the errors Spiderpool gives.
 #include <gtest/gtest.h>
 
+#include "pools/catalog_codec.h"
 #include "pools/label_selector.h"
 #include "pools/pool_dir.h"
 #include "pools/selection.h"
@@ -617,6 +618,78 @@ TEST(IpSets, ArithmeticOverIntervals) {
     EXPECT_EQ(uint64_t(six.count()), 16u);
     EXPECT_FALSE(six.add_text("10.0.0.1"));
     EXPECT_FALSE(a.add_text("10.0.0"));
+}
+
+}  // namespace
+}  // namespace shmipam::pools
+
+namespace shmipam::pools {
+namespace {
+
+TEST(PoolSnapshot, ARoundTripSelectsAsTheParsedCatalogDoesAndDecodesOnlyWhatItIsAskedFor) {
+    const std::string yaml =
+        "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team, labels: {a: b}, annotations: "
+        "{ipam.spidernet.io/default-ipv4-ippool: '[\"p-*\"]'}}\n"
+        "---\napiVersion: v1\nkind: Node\nmetadata: {name: node-a, labels: {zone: east}}\n"
+        "---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderReservedIP\nmetadata: "
+        "{name: r}\n"
+        "spec: {ips: [10.70.0.11]}\n"
+        "---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderSubnet\nmetadata: {name: "
+        "s}\n"
+        "spec: {subnet: 10.70.0.0/16, ips: [10.70.0.1-10.70.9.9], routes: [{dst: 1.0.0.0/8, gw: "
+        "10.70.0.1}]}\n"
+        "---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\nmetadata: {name: "
+        "p-b}\n"
+        "spec: {subnet: 10.70.0.0/24, ips: [10.70.0.10-10.70.0.20], gateway: 10.70.0.1, "
+        "nodeAffinity: {matchExpressions: [{key: zone, operator: In, values: [east]}]}, "
+        "podAffinity: {matchLabels: {app: x}}, multusName: [m]}\n"
+        "---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\nmetadata: {name: "
+        "p-a}\n"
+        "spec: {subnet: 10.70.1.0/24, ips: [10.70.1.10], excludeIPs: [10.70.1.10], default: true}\n"
+        "---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\nmetadata: {name: "
+        "broken}\n"
+        "spec: {subnet: nope}\n";
+    Catalog parsed;
+    load_text(parsed, "all.yaml", yaml);
+    parsed.finish();
+    auto bytes = std::make_shared<std::string>(encode_catalog(parsed));
+    auto decoded = decode_catalog(*bytes, bytes);
+    ASSERT_TRUE(decoded);
+    PodFacts pod;
+    pod.namespace_ = "team";
+    pod.node_name = "node-a";
+    pod.ifname = "eth0";
+    pod.labels["app"] = "x";
+    PoolConfig cfg;
+    cfg.multus_cluster_network = "m";
+    auto a = select_pools(parsed, pod, cfg);
+    auto b = select_pools(*decoded, pod, cfg);
+    ASSERT_EQ(a.families.size(), b.families.size());
+    ASSERT_FALSE(a.error) << a.error->msg;
+    ASSERT_FALSE(b.error) << b.error->msg;
+    for (size_t i = 0; i < a.families.size(); ++i) {
+        ASSERT_EQ(a.families[i].order.size(), b.families[i].order.size());
+        for (size_t k = 0; k < a.families[i].order.size(); ++k) {
+            EXPECT_EQ(a.families[i].order[k].name, b.families[i].order[k].name);
+        }
+        ASSERT_EQ(a.families[i].filtered.size(), b.families[i].filtered.size());
+        for (size_t k = 0; k < a.families[i].filtered.size(); ++k) {
+            EXPECT_EQ(a.families[i].filtered[k].reason, b.families[i].filtered[k].reason);
+        }
+    }
+    EXPECT_EQ(decoded->withdrawn("broken"), parsed.withdrawn("broken"));
+    EXPECT_EQ(decoded->problems().size(), parsed.problems().size());
+    EXPECT_EQ(allocatable(*decoded->subnet("s"), *decoded).to_string(),
+              allocatable(*parsed.subnet("s"), parsed).to_string());
+    // Re-encoding the decoded catalog gives the same bytes.
+    EXPECT_EQ(encode_catalog(*decoded), *bytes);
+    // A damaged snapshot is refused, never half-read.
+    for (size_t cut : {size_t(3), bytes->size() / 2, bytes->size() - 1}) {
+        EXPECT_FALSE(decode_catalog(std::string_view(*bytes).substr(0, cut), nullptr)) << cut;
+    }
+    std::string flipped = *bytes;
+    flipped[flipped.size() / 2] ^= 0x40;
+    EXPECT_FALSE(decode_catalog(flipped, nullptr));
 }
 
 }  // namespace
