@@ -2,6 +2,9 @@
 // real plugin processes. docs/pools.md.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <set>
 
 #include "tests/support/plugin_runner.h"
@@ -306,6 +309,37 @@ TEST_F(PoolMode, BadPoolFilesAndAnnotationsGetClearErrorsAndLeaveTheRestServing)
         run_ctl({"--run-dir", dir.sub("run") + "/_pools", "dump", "ippool_small", "--json"});
     EXPECT_EQ(dump.json()["allocations"].size(), 1u) << dump.out;
     verify("ippool_small");
+}
+
+TEST_F(PoolMode, TheCompiledSnapshotFollowsEveryEditAndADamagedOneIsIgnored) {
+    // Files older than the two-second racy window: the first ADD writes the snapshot.
+    ::sleep(3);
+    const json cfg = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\", \"big\"]}"})");
+    auto first = run_plugin(env("ADD", "c1"), cfg.dump());
+    ASSERT_EQ(addresses(first), std::vector<std::string>{"10.40.0.10/24"}) << first.out;
+    std::vector<std::string> snapshots;
+    if (DIR* d = ::opendir((dir.sub("run") + "/_pools").c_str())) {
+        while (dirent* e = ::readdir(d)) {
+            if (std::string(e->d_name).rfind("catalog-", 0) == 0) snapshots.push_back(e->d_name);
+        }
+        ::closedir(d);
+    }
+    ASSERT_EQ(snapshots.size(), 1u) << "the snapshot was written";
+    const std::string snap = dir.sub("run") + "/_pools/" + snapshots[0];
+    // An edit (same size, so only the timestamps tell) is seen by the next call.
+    std::string text = kPools;
+    text.replace(text.find("name: small}"), 12, "name: smalx}");
+    write_pools("pools.yaml", text);
+    auto second = run_plugin(env("ADD", "c2"), cfg.dump());
+    EXPECT_EQ(second.json()["code"], 122) << "pool small is gone: " << second.out;
+    write_pools("pools.yaml", kPools);
+    ::sleep(3);
+    ASSERT_EQ(run_plugin(env("ADD", "c3"), cfg.dump()).exit_code, 0);
+    // A damaged snapshot is read as absent and rewritten.
+    write_file(snap, "SHMPCAT2 garbage");
+    auto fourth = run_plugin(env("ADD", "c4"), cfg.dump());
+    EXPECT_EQ(addresses(fourth), std::vector<std::string>{"10.40.0.12/24"}) << fourth.out;
+    EXPECT_NE(read_file(snap).substr(4, 8), " garbage") << "rewritten";
 }
 
 TEST_F(PoolMode, PoolsDirBesideRangesIsAnError) {
