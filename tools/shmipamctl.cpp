@@ -16,7 +16,9 @@ int main(int argc, char** argv) {
         app.add_option("--run-dir", o.run_dir, "where the arenas live (the ipam runDir)")
             ->capture_default_str();
         auto net = [&](CLI::App* c, bool required = true) {
-            auto* opt = c->add_option("network", o.network, "network name");
+            auto* opt =
+                c->add_option("network", o.network,
+                              "network name; pool/<name> or subnet/<name> for a pool mode state");
             if (required) opt->required();
         };
         auto json_flag = [&](CLI::App* c) { c->add_flag("--json", o.json, "print JSON"); };
@@ -78,6 +80,29 @@ int main(int argc, char** argv) {
         dump_file->add_option("path", o.file, "the file")->required();
         json_flag(dump_file);
 
+        auto* explain = app.add_subcommand(
+            "explain",
+            "pool mode: which pools a pod would get its addresses from and why, without creating "
+            "it (exit 1 when an ADD would fail)");
+        ExplainOptions& e = o.explain;
+        explain->add_option("--config", e.config_file,
+                            "a CNI network config file: its poolsDir and pool fields");
+        explain->add_option("--pools-dir", e.pools_dir, "the pools directory");
+        explain->add_option("--namespace", e.namespace_, "the pod's namespace")
+            ->capture_default_str();
+        explain->add_option("--pod", e.pod, "the pod's name");
+        explain->add_option("--node", e.node, "the node the pod runs on");
+        explain->add_option("--ifname", e.ifname, "the interface being added")
+            ->capture_default_str();
+        explain->add_option("--annotation", e.annotations, "a pod annotation KEY=VALUE (repeat)");
+        explain->add_option("--label", e.labels, "a pod label KEY=VALUE (repeat)");
+        explain->add_option("--default-v4", e.default_v4, "default_ipv4_ippool (repeat)");
+        explain->add_option("--default-v6", e.default_v6, "default_ipv6_ippool (repeat)");
+        explain->add_flag("--clean-gateway", e.clean_gateway, "clean_gateway");
+        explain->add_option("--multus-namespace", e.multus_namespace, "multusNamespace");
+        explain->add_option("--multus-cluster-network", e.multus_cluster_network,
+                            "multusClusterNetwork");
+        json_flag(explain);
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {
@@ -93,6 +118,7 @@ int main(int argc, char** argv) {
         if (metrics->parsed()) return cmd_metrics(o);
         if (render->parsed()) return cmd_render(o);
         if (dump_file->parsed()) return cmd_dump_file(o);
+        if (explain->parsed()) return cmd_explain(o);
         return kExitCannotRead;
     } catch (const std::exception& e) {
         std::cerr << "shmipamctl: " << e.what() << "\n";

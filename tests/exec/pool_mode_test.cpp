@@ -1,8 +1,7 @@
 // Pool mode driven as a runtime drives it: real pool files, pod annotations in runtimeConfig,
 // real plugin processes. docs/pools.md.
-#include <gtest/gtest.h>
-
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <set>
@@ -314,7 +313,8 @@ TEST_F(PoolMode, BadPoolFilesAndAnnotationsGetClearErrorsAndLeaveTheRestServing)
 TEST_F(PoolMode, TheCompiledSnapshotFollowsEveryEditAndADamagedOneIsIgnored) {
     // Files older than the two-second racy window: the first ADD writes the snapshot.
     ::sleep(3);
-    const json cfg = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\", \"big\"]}"})");
+    const json cfg =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\", \"big\"]}"})");
     auto first = run_plugin(env("ADD", "c1"), cfg.dump());
     ASSERT_EQ(addresses(first), std::vector<std::string>{"10.40.0.10/24"}) << first.out;
     std::vector<std::string> snapshots;
@@ -340,6 +340,39 @@ TEST_F(PoolMode, TheCompiledSnapshotFollowsEveryEditAndADamagedOneIsIgnored) {
     auto fourth = run_plugin(env("ADD", "c4"), cfg.dump());
     EXPECT_EQ(addresses(fourth), std::vector<std::string>{"10.40.0.12/24"}) << fourth.out;
     EXPECT_NE(read_file(snap).substr(4, 8), " garbage") << "rewritten";
+}
+
+TEST_F(PoolMode, ShmipamctlExplainsASelectionAndListsPoolStates) {
+    write_pools("more.yaml", R"(apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: off}
+spec: {subnet: 10.43.0.0/24, ips: ["10.43.0.5-10.43.0.9"], disable: true}
+)");
+    json cfg = config();
+    cfg["ipam"]["default_ipv4_ippool"] = json::array({"off", "small"});
+    write_file(dir.sub("net.conf"), cfg.dump());
+    auto r = run_ctl({"explain", "--config", dir.sub("net.conf"), "--pod", "web", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const json e = r.json();
+    EXPECT_EQ(e["rule"], "CNI config default_ipv4_ippool / default_ipv6_ippool");
+    ASSERT_EQ(e["families"].size(), 1u);
+    EXPECT_EQ(e["families"][0]["filtered"][0]["reason"], "disabled IPPool off");
+    EXPECT_EQ(e["families"][0]["order"][0]["name"], "small");
+    EXPECT_EQ(e["families"][0]["order"][0]["allocatable"], "3");
+    // An annotation overrides the config; a pod the ADD would refuse exits 1 and says why.
+    r = run_ctl({"explain", "--config", dir.sub("net.conf"), "--annotation",
+                 R"(ipam.spidernet.io/ippool={"ipv4": ["off"]})"});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("all IPv4 IPPools [off] of eth0 filtered out: [disabled IPPool off]"),
+              std::string::npos)
+        << r.out;
+    // The plugin agrees.
+    ASSERT_EQ(run_plugin(env("ADD", "c1"), cfg.dump()).exit_code, 0);
+    auto ls = run_ctl({"--run-dir", dir.sub("run"), "ls"});
+    EXPECT_NE(ls.out.find("pool/small"), std::string::npos) << ls.out;
+    auto dump = run_ctl({"--run-dir", dir.sub("run"), "dump", "pool/small", "--json"});
+    EXPECT_EQ(dump.json()["allocations"].size(), 1u) << dump.out;
+    EXPECT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "pool/../x"}).exit_code, 2);
 }
 
 TEST_F(PoolMode, PoolsDirBesideRangesIsAnError) {

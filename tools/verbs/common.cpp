@@ -24,15 +24,36 @@ int cannot_read(const std::string& message) {
     return kExitCannotRead;
 }
 
-bool valid_network_name(const std::string& n) {
+namespace {
+
+bool one_component(const std::string& n) {
     return !n.empty() && n.find('/') == std::string::npos && n[0] != '.';
+}
+
+}  // namespace
+
+bool valid_network_name(const std::string& n) {
+    for (const char* kind : {"pool/", "subnet/"}) {
+        if (n.rfind(kind, 0) == 0) return one_component(n.substr(std::strlen(kind)));
+    }
+    return one_component(n);
+}
+
+std::string state_dir_of(const Options& o) {
+    // Pool mode's states (docs/pools.md): pool/<name> and subnet/<name>.
+    if (o.network.rfind("pool/", 0) == 0)
+        return o.run_dir + "/_pools/ippool_" + o.network.substr(5);
+    if (o.network.rfind("subnet/", 0) == 0) {
+        return o.run_dir + "/_pools/subnet_" + o.network.substr(7);
+    }
+    return o.run_dir + "/" + o.network;
 }
 
 Expected<std::unique_ptr<engine::NetworkStore>> open_network(const Options& o, shm::Access a) {
     if (!valid_network_name(o.network)) {
         return make_error(Code::kInvalidConfig, "invalid network name \"" + o.network + "\"");
     }
-    const std::string dir = o.run_dir + "/" + o.network;
+    const std::string dir = state_dir_of(o);
     if (::access(dir.c_str(), F_OK) != 0) {
         return make_error(Code::kIo, "no network \"" + o.network + "\" under " + o.run_dir);
     }
@@ -54,6 +75,17 @@ std::vector<std::string> networks_under(const std::string& run_dir, std::string*
         }
     }
     ::closedir(d);
+    // Pool mode's states, as pool/<name> and subnet/<name>.
+    if (DIR* p = ::opendir((run_dir + "/_pools").c_str())) {
+        while (dirent* ent = ::readdir(p)) {
+            const std::string n = ent->d_name;
+            const std::string index = run_dir + "/_pools/" + n + "/" + shm::IndexFile::kFileName;
+            if (::access(index.c_str(), F_OK) != 0) continue;
+            if (n.rfind("ippool_", 0) == 0) out.push_back("pool/" + n.substr(7));
+            if (n.rfind("subnet_", 0) == 0) out.push_back("subnet/" + n.substr(7));
+        }
+        ::closedir(p);
+    }
     std::sort(out.begin(), out.end());
     return out;
 }

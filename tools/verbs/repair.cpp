@@ -40,7 +40,7 @@ int cmd_repair(const Options& o) {
     if (!valid_network_name(o.network)) {
         return cannot_read("invalid network name \"" + o.network + "\"");
     }
-    const std::string dir = o.run_dir + "/" + o.network;
+    const std::string dir = state_dir_of(o);
     auto store = engine::NetworkStore::open_existing(dir, shm::Access::kReadWrite);
     if (!store) {
         const Code c = store.error().code;

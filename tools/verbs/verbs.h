@@ -16,6 +16,14 @@ inline constexpr int kExitClean = 0;
 inline constexpr int kExitViolations = 1;  // also: "a dry run found work to do", "damage shown"
 inline constexpr int kExitCannotRead = 2;
 
+// explain: the pod's facts and the config's pool fields (or --config, a network config file).
+struct ExplainOptions {
+    std::string config_file, pools_dir, namespace_ = "default", pod, node, ifname = "eth0";
+    std::vector<std::string> annotations, labels, default_v4, default_v6;
+    bool clean_gateway = false;
+    std::string multus_namespace, multus_cluster_network;
+};
+
 struct Options {
     std::string run_dir = "/run/shmipam";
     std::string network;
@@ -33,6 +41,7 @@ struct Options {
     std::string cidr;
     // dump-file
     std::string file;
+    ExplainOptions explain;
 };
 
 int cmd_ls(const Options& o);
@@ -45,6 +54,7 @@ int cmd_stats(const Options& o);
 int cmd_metrics(const Options& o);
 int cmd_render(const Options& o);
 int cmd_dump_file(const Options& o);
+int cmd_explain(const Options& o);
 
 // ---- shared by the verbs (common.cpp) ----
 
@@ -54,6 +64,10 @@ int cannot_read(const std::string& message);
 
 // A network name is one path component: no '/', no leading '.' (no "..", no hidden files).
 bool valid_network_name(const std::string& n);
+
+// Where o.network's state is: <run_dir>/<network>, or for pool mode's states (pool/<name>,
+// subnet/<name>) <run_dir>/_pools/ippool_<name> and subnet_<name>.
+std::string state_dir_of(const Options& o);
 
 // The network o.network under o.run_dir; kIo when it does not exist.
 Expected<std::unique_ptr<engine::NetworkStore>> open_network(const Options& o, shm::Access a);

@@ -1,0 +1,98 @@
+// shmipamctl explain: what pool mode would do for a pod, without creating it: the rule that
+// applies, each family's candidates, which filter removed which pool and why, the order they
+// would be tried in. Reads the pools directory itself (never a snapshot) and no state.
+#include "tools/render/explain.h"
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pools/pool_dir.h"
+#include "pools/selection.h"
+#include "tools/render/json.h"
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+using nlohmann::json;
+
+namespace {
+
+// The pool fields of a CNI network config file (its "ipam" section).
+Status read_config(const std::string& path, ExplainOptions& e) {
+    std::ifstream in(path);
+    if (!in) return make_error(Code::kIo, "cannot read " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    json doc = json::parse(ss.str(), nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("ipam") ||
+        !doc["ipam"].is_object()) {
+        return make_error(Code::kDecode, path + " is not a network config with an ipam section");
+    }
+    const json& ipam = doc["ipam"];
+    auto str = [&](const char* k, std::string& out) {
+        if (out.empty() && ipam.contains(k) && ipam[k].is_string())
+            out = ipam[k].get<std::string>();
+    };
+    str("poolsDir", e.pools_dir);
+    str("nodeName", e.node);
+    str("multusNamespace", e.multus_namespace);
+    str("multusClusterNetwork", e.multus_cluster_network);
+    auto list = [&](const char* k, std::vector<std::string>& out) {
+        if (out.empty() && ipam.contains(k) && ipam[k].is_array()) {
+            for (const auto& v : ipam[k]) {
+                if (v.is_string()) out.push_back(v.get<std::string>());
+            }
+        }
+    };
+    list("default_ipv4_ippool", e.default_v4);
+    list("default_ipv6_ippool", e.default_v6);
+    if (ipam.contains("clean_gateway") && ipam["clean_gateway"].is_boolean()) {
+        e.clean_gateway = e.clean_gateway || ipam["clean_gateway"].get<bool>();
+    }
+    return Ok{};
+}
+
+Status split_pairs(const std::vector<std::string>& in, pools::Labels& out, const char* what) {
+    for (const auto& kv : in) {
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            return make_error(Code::kInvalidConfig,
+                              std::string(what) + " \"" + kv + "\" is not KEY=VALUE");
+        }
+        out[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return Ok{};
+}
+
+}  // namespace
+
+int cmd_explain(const Options& o) {
+    ExplainOptions e = o.explain;
+    if (!e.config_file.empty()) {
+        if (auto st = read_config(e.config_file, e); !st) return cannot_read(st.error());
+    }
+    if (e.pools_dir.empty()) return cannot_read("explain needs --pools-dir or --config");
+    auto catalog = pools::load_pools_dir(e.pools_dir);
+    if (!catalog) return cannot_read(catalog.error());
+    pools::PodFacts pod;
+    pod.namespace_ = e.namespace_;
+    pod.name = e.pod;
+    pod.node_name = e.node;
+    pod.ifname = e.ifname;
+    if (auto st = split_pairs(e.annotations, pod.annotations, "--annotation"); !st)
+        return cannot_read(st.error());
+    if (auto st = split_pairs(e.labels, pod.labels, "--label"); !st) return cannot_read(st.error());
+    pools::PoolConfig cfg;
+    cfg.default_ipv4_ippool = e.default_v4;
+    cfg.default_ipv6_ippool = e.default_v6;
+    cfg.clean_gateway = e.clean_gateway;
+    if (!e.multus_namespace.empty()) cfg.multus_namespace = e.multus_namespace;
+    cfg.multus_cluster_network = e.multus_cluster_network;
+    const pools::Selection s = pools::select_pools(*catalog, pod, cfg);
+    std::cout << (o.json ? json_text(explain_json(s, *catalog)) : explain_text(s, *catalog));
+    return s.error ? kExitViolations : kExitClean;
+}
+
+}  // namespace shmipam::tools
