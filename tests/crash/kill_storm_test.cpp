@@ -24,17 +24,21 @@ namespace {
 
 using nlohmann::json;
 
-// Exactly the attachments in `live` hold addresses: one per range set each, all distinct.
-void expect_exactly_held(const TempDir& dir, const std::string& network, size_t range_sets,
-                         const std::set<std::string>& live, const std::string& when) {
-    auto dump = run_ctl({"--run-dir", dir.sub("run"), "dump", network, "--json"});
-    const json doc = dump.json();
+// Exactly the attachments in `live` hold addresses: one per range set each, all distinct, over
+// all of `networks` (pool mode: the states of the pools an ADD may fall through).
+void expect_exactly_held(const TempDir& dir, const std::vector<std::string>& networks,
+                         size_t range_sets, const std::set<std::string>& live,
+                         const std::string& when) {
     std::map<std::string, size_t> held;
     std::set<std::string> addrs;
-    for (const auto& a : doc["allocations"]) {
-        if (a["state"] != "allocated") continue;
-        ++held[a["containerID"].get<std::string>()];
-        EXPECT_TRUE(addrs.insert(a["address"]).second) << "duplicate " << a.dump();
+    for (const auto& network : networks) {
+        auto dump = run_ctl({"--run-dir", dir.sub("run"), "dump", network, "--json"});
+        const json doc = dump.json();
+        for (const auto& a : doc["allocations"]) {
+            if (a["state"] != "allocated") continue;
+            ++held[a["containerID"].get<std::string>()];
+            EXPECT_TRUE(addrs.insert(a["address"]).second) << "duplicate " << a.dump();
+        }
     }
     std::set<std::string> holders;
     for (const auto& [id, n] : held) {
@@ -75,7 +79,7 @@ struct StormLength {
 // Rounds of per_round concurrent ADDs and DELs, a third SIGKILLed at random moments; after each
 // round the runtime's DELs, then verify, and exactly `live` hold addresses (one per range set,
 // all distinct).
-void storm_rounds(const TempDir& dir, const std::string& network, const json& cfg,
+void storm_rounds(const TempDir& dir, const std::vector<std::string>& networks, const json& cfg,
                   size_t range_sets, const StormLength& length, int per_round, std::mt19937& rng,
                   std::set<std::string>& live, StormCounts& counts) {
     const std::string config = cfg.dump();
@@ -139,9 +143,12 @@ void storm_rounds(const TempDir& dir, const std::string& network, const json& cf
             ASSERT_EQ(r.exit_code, 0) << r.out;
             live.erase(id);
         }
-        auto verify = run_ctl({"--run-dir", dir.sub("run"), "verify", network});
-        ASSERT_EQ(verify.exit_code, 0) << "round " << round << ": " << verify.out;
-        expect_exactly_held(dir, network, range_sets, live, "round " + std::to_string(round));
+        for (const auto& network : networks) {
+            auto verify = run_ctl({"--run-dir", dir.sub("run"), "verify", network});
+            ASSERT_EQ(verify.exit_code, 0)
+                << "round " << round << " " << network << ": " << verify.out;
+        }
+        expect_exactly_held(dir, networks, range_sets, live, "round " + std::to_string(round));
     }
 }
 
@@ -164,7 +171,7 @@ TEST(KillStorm, RandomSigkillsNeverDuplicateLeakOrStick) {
     };
     std::set<std::string> live;  // attachments whose ADD succeeded and were not DELeted
     StormCounts counts;
-    storm_rounds(dir, "storm", cfg, 1,
+    storm_rounds(dir, {"storm"}, cfg, 1,
                  {8, 24, [&] { return counts.kills >= kMinKills && reaped() > 0; }}, kPerRound, rng,
                  live, counts);
     if (HasFatalFailure()) return;
@@ -231,8 +238,8 @@ TEST(KillStorm, CompactionUnderSigkillsLosesNothing) {
     StormCounts counts;
     // At least 8 rounds, and on until the journal has been compacted (how many rounds that takes
     // depends on how many operations the kills cut short).
-    storm_rounds(dir, "cstorm", cfg, 4, {8, 30, [&] { return checkpoints() > 0; }}, 300, rng, live,
-                 counts);
+    storm_rounds(dir, {"cstorm"}, cfg, 4, {8, 30, [&] { return checkpoints() > 0; }}, 300, rng,
+                 live, counts);
     if (HasFatalFailure()) return;
     ASSERT_GE(checkpoints(), 1) << "no compaction ran in " << counts.rounds << " rounds";
     std::printf("[ storm    ] with compaction: %d rounds, %d SIGKILLs, %zu live\n", counts.rounds,
@@ -242,7 +249,58 @@ TEST(KillStorm, CompactionUnderSigkillsLosesNothing) {
     ASSERT_EQ(run_plugin(cni_env("ADD", "after"), config).exit_code, 0);
     live.insert("after");
     EXPECT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "cstorm"}).exit_code, 0);
-    expect_exactly_held(dir, "cstorm", 4, live, "after the rebuild");
+    expect_exactly_held(dir, {"cstorm"}, 4, live, "after the rebuild");
+}
+
+// Pool mode under the same storm: ADDs select two pools by annotation and fall through from the
+// small one to the big one while DELs, kills and the runtime's DELs come and go; every round both
+// pool states verify clean and hold exactly the live attachments between them.
+TEST(KillStorm, PoolModeSigkillsNeverDuplicateLeakOrStick) {
+    TempDir dir;
+    std::filesystem::create_directories(dir.sub("pools"));
+    write_file(dir.sub("pools") + "/pools.yaml", R"(apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: first}
+spec: {subnet: 10.60.0.0/24, ips: ["10.60.0.10-10.60.0.73"], gateway: 10.60.0.1}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: second}
+spec: {subnet: 10.61.0.0/22, ips: ["10.61.0.10-10.61.3.200"], gateway: 10.61.0.1}
+)");
+    json cfg = make_config(dir.path(), "poolstorm", "1.1.0");
+    cfg["ipam"].erase("ranges");
+    cfg["ipam"]["poolsDir"] = dir.sub("pools");
+    cfg["ipam"]["nodeName"] = "node-a";
+    cfg["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = {
+        {"ipam.spidernet.io/ippool", R"({"ipv4": ["first", "second"]})"}};
+    const unsigned seed = unsigned(std::random_device{}());
+    std::mt19937 rng(seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const std::vector<std::string> states = {"pool/first", "pool/second"};
+    auto reaped = [&] {
+        int n = 0;
+        for (const auto& s : states) {
+            const json d = run_ctl({"--run-dir", dir.sub("run"), "dump", s, "--json"}).json();
+            if (d.contains("counters")) n += d["counters"]["deadLeasesReaped"].get<int>();
+        }
+        return n;
+    };
+    constexpr int kPerRound = 200;
+    std::set<std::string> live;
+    StormCounts counts;
+    storm_rounds(dir, states, cfg, 1,
+                 {6, 20, [&] { return counts.kills >= 6 * kPerRound / 5 && reaped() > 0; }},
+                 kPerRound, rng, live, counts);
+    if (HasFatalFailure()) return;
+    std::printf(
+        "[ storm    ] pool mode: %d rounds x %d processes, %d SIGKILLs, %d healed, %zu live\n",
+        counts.rounds, kPerRound, counts.kills, reaped(), live.size());
+    EXPECT_GT(reaped(), 0);
+    // The small pool filled up and ADDs fell through to the big one.
+    const json second =
+        run_ctl({"--run-dir", dir.sub("run"), "dump", "pool/second", "--json"}).json();
+    EXPECT_FALSE(second["allocations"].empty());
 }
 
 }  // namespace
