@@ -220,6 +220,62 @@ TEST_F(PoolMode, TwoNetworksSharingAPoolNeverHandOutOneAddressTwiceUnder200Concu
     verify("ippool_big");
 }
 
+TEST_F(PoolMode, PoolEditsUnderLoadNeverDuplicateAndNeverHandOutANewlyExcludedAddress) {
+    const json cfg =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\", \"big\"]}"})");
+    // Three waves of 40 concurrent ADDs; while each runs, the pools file is rewritten: `small`
+    // grows, then excludes .11 and .12, then gains a pool ahead of it by affinity-free order.
+    const std::vector<std::string> edits = {
+        "ips: [\"10.40.0.10-10.40.0.30\"]",
+        "ips: [\"10.40.0.10-10.40.0.30\"]\n  excludeIPs: [10.40.0.11-10.40.0.12]",
+        "ips: [\"10.40.0.10-10.40.0.40\"]\n  excludeIPs: [10.40.0.11-10.40.0.12]"};
+    const std::string old_ips = "ips: [\"10.40.0.10-10.40.0.12\"]";
+    std::set<std::string> seen;
+    int n = 0;
+    for (size_t wave = 0; wave < edits.size(); ++wave) {
+        std::vector<std::unique_ptr<Child>> kids;
+        for (int i = 0; i < 40; ++i) {
+            kids.push_back(std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH},
+                                                   env("ADD", "w" + std::to_string(n++)),
+                                                   cfg.dump()));
+            if (i == 20) {
+                std::string text = kPools;
+                text.replace(text.find(old_ips), old_ips.size(), edits[wave]);
+                // Written aside and renamed, as deploy/sync-pools.sh does.
+                write_file(dir.sub("pools") + "/.pools.yaml.tmp", text);
+                ASSERT_EQ(::rename((dir.sub("pools") + "/.pools.yaml.tmp").c_str(),
+                                   (dir.sub("pools") + "/pools.yaml").c_str()),
+                          0);
+            }
+        }
+        for (auto& k : kids) {
+            auto r = k->wait();
+            ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+            const std::string a = addresses(r)[0];
+            EXPECT_TRUE(seen.insert(a).second) << "duplicate " << a;
+        }
+    }
+    EXPECT_EQ(seen.size(), 120u);
+    verify("ippool_small");
+    verify("ippool_big");
+    // Release everything in `small`, then fill it again: every address but the excluded two.
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(run_plugin(env("DEL", "w" + std::to_string(i)), cfg.dump()).exit_code, 0);
+    const json only_small =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+    std::set<std::string> refill;
+    for (int i = 0;; ++i) {
+        auto r = run_plugin(env("ADD", "f" + std::to_string(i)), only_small.dump());
+        if (r.exit_code != 0) {
+            EXPECT_EQ(r.json()["code"], 100) << r.out;
+            break;
+        }
+        refill.insert(addresses(r)[0]);
+    }
+    EXPECT_EQ(refill.size(), 29u) << ".10-.40 less .11 and .12";
+    EXPECT_EQ(refill.count("10.40.0.11/24") + refill.count("10.40.0.12/24"), 0u);
+}
+
 TEST_F(PoolMode, GcOfOneNetworkNeverReleasesAnotherNetworksAttachmentInASharedPool) {
     const json a = config("net-a", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
     const json b = config("net-b", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
