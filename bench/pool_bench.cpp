@@ -104,7 +104,9 @@ int main(int argc, char** argv) {
     const size_t per_round = std::max<size_t>(1, calls / rounds);
     size_t id = 0;
     for (size_t r = 0; r < rounds; ++r) {
-        for (auto& m : modes) {
+        // Each round starts with another mode: no mode always runs first (or last).
+        for (size_t k = 0; k < modes.size(); ++k) {
+            Mode& m = modes[(r + k) % modes.size()];
             const std::string cfg = m.config.dump();
             std::vector<std::string> ids;
             for (size_t i = 0; i < per_round; ++i) {

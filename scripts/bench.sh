@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release --target shmipam cni_bench noop_static claim_bench >/dev/null
+cmake --build --preset release --target shmipam cni_bench noop_static claim_bench pool_bench >/dev/null
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/cni-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 out=docs/benchmarks.md
@@ -28,6 +28,15 @@ out=docs/benchmarks.md
     echo "![Sequential ADD latency CDF](images/bench-latency-cdf.svg)"
     echo
     echo "![ADD throughput by concurrent callers](images/bench-ops-by-k.svg)"
+    echo
+    echo "## Pool mode (\`build/release/bench/pool_bench\`)"
+    echo
+    echo "The same exec'd ADD in ranges mode and in pool mode with 1, 100 and 1,000 SpiderIPPool"
+    echo "objects in poolsDir (the pod's pool named by default_ipv4_ippool, the others other nodes'"
+    echo "pools), modes interleaved round by round, journal durability none ([pools.md](pools.md))."
+    echo
+    build/release/bench/pool_bench --plugin "$PWD/build/release/shmipam" --work "$work/pools" \
+        --calls 800 --rounds 8
     echo
     echo "## In-process (Google Benchmark, \`build/release/bench/claim_bench\`)"
     echo
