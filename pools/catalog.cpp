@@ -45,24 +45,19 @@ void Catalog::finish() {
     std::stable_sort(subnets_.begin(), subnets_.end(), by_name);
     std::set<std::string> drop_pools, drop_subnets;
     // A name used twice: neither copy is trusted (which one the cluster has is unknown).
-    for (size_t i = 1; i < pools_.size(); ++i) {
-        if (pools_[i].name == pools_[i - 1].name) {
-            const std::string msg = "SpiderIPPool " + pools_[i].name + " is defined twice: in " +
-                                    pools_[i - 1].origin.file + " and " + pools_[i].origin.file;
-            add_problem(pools_[i].origin.file, msg);
-            withdrawn_[pools_[i].name] = msg;
-            drop_pools.insert(pools_[i].name);
+    auto twice = [&](const auto& sorted, const char* kind, std::set<std::string>& drop) {
+        for (size_t i = 1; i < sorted.size(); ++i) {
+            if (sorted[i].name != sorted[i - 1].name) continue;
+            const std::string msg = std::string(kind) + " " + sorted[i].name +
+                                    " is defined twice: in " + sorted[i - 1].origin.file + " and " +
+                                    sorted[i].origin.file;
+            add_problem(sorted[i].origin.file, msg);
+            withdrawn_[sorted[i].name] = msg;
+            drop.insert(sorted[i].name);
         }
-    }
-    for (size_t i = 1; i < subnets_.size(); ++i) {
-        if (subnets_[i].name == subnets_[i - 1].name) {
-            const std::string msg = "SpiderSubnet " + subnets_[i].name + " is defined twice: in " +
-                                    subnets_[i - 1].origin.file + " and " + subnets_[i].origin.file;
-            add_problem(subnets_[i].origin.file, msg);
-            withdrawn_[subnets_[i].name] = msg;
-            drop_subnets.insert(subnets_[i].name);
-        }
-    }
+    };
+    twice(pools_, "SpiderIPPool", drop_pools);
+    twice(subnets_, "SpiderSubnet", drop_subnets);
     // Two pools of one family sharing an address would each hand it out from its own state:
     // both are withdrawn until one is fixed.
     for (size_t i = 0; i < pools_.size(); ++i) {

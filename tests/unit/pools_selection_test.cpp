@@ -694,3 +694,27 @@ TEST(PoolSnapshot, ARoundTripSelectsAsTheParsedCatalogDoesAndDecodesOnlyWhatItIs
 
 }  // namespace
 }  // namespace shmipam::pools
+
+namespace shmipam::pools {
+namespace {
+
+TEST(PoolCatalog, ANameDefinedTwiceWithdrawsBothCopiesAndNamesBothFiles) {
+    Catalog c;
+    const std::string p =
+        "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+        "metadata: {name: twin}\nspec: {subnet: 10.90.0.0/24, ips: [10.90.0.5]}\n";
+    const std::string s =
+        "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderSubnet\n"
+        "metadata: {name: stwin}\nspec: {subnet: 10.91.0.0/24, ips: [10.91.0.5]}\n";
+    load_text(c, "one.yaml", p + "---\n" + s);
+    load_text(c, "two.yaml", p + "---\n" + s);
+    c.finish();
+    EXPECT_EQ(c.pool("twin"), nullptr);
+    EXPECT_EQ(c.subnet("stwin"), nullptr);
+    EXPECT_EQ(c.withdrawn("twin"), "SpiderIPPool twin is defined twice: in one.yaml and two.yaml");
+    EXPECT_EQ(c.withdrawn("stwin"),
+              "SpiderSubnet stwin is defined twice: in one.yaml and two.yaml");
+}
+
+}  // namespace
+}  // namespace shmipam::pools
