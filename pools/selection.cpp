@@ -305,6 +305,7 @@ std::string filter_reason(const IpPool& p, Family family, const PodFacts& pod,
                    go_list(p.multus_name) + " unmacthed multusCR " + net.name;
         }
     }
+    if (p.ips.empty()) return "IPPool " + n + " has no IP addresses (spec.ips is empty)";
     const IpSet usable = p.ips.minus(p.exclude_ips);
     if (usable.empty()) return "all IP addresses of IPPool " + n + " are excluded (excludeIPs)";
     if (usable.minus(catalog.reserved_ips(p.family)).empty()) {

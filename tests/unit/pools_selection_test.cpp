@@ -358,6 +358,20 @@ TEST(PoolFilters, APoolWhoseEveryAddressIsExcludedIsFiltered) {
               "all IP addresses of IPPool f are excluded (excludeIPs)");
 }
 
+TEST(PoolFilters, APoolWithoutIpsIsFilteredAndSaysSo) {
+    auto c = catalog_of(
+        "---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+        "metadata: {name: empty}\nspec: {subnet: 10.252.0.0/24}\n" +
+        pool("ok"));
+    PodFacts pod = pod_in();
+    pod.annotations[annotation::kIpPool] = R"({"ipv4": ["empty", "ok"]})";
+    auto s = select_pools(c, pod, {});
+    ASSERT_FALSE(s.error) << s.error->msg;
+    ASSERT_EQ(s.families[0].filtered.size(), 1u);
+    EXPECT_EQ(s.families[0].filtered[0].reason,
+              "IPPool empty has no IP addresses (spec.ips is empty)");
+}
+
 TEST(PoolFilters, APoolWhoseEveryAddressIsReservedIsFiltered) {
     auto c = catalog_of(pool("f", "", "10.250.0.0/24", "10.250.0.10-10.250.0.20") + pool("ok") +
                         "---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderReservedIP\n"
