@@ -26,28 +26,49 @@ std::string snapshot_path(const NetConf& nc) {
     return nc.network.run_dir + "/_pools/catalog-" + hex;
 }
 
-// The snapshot, mapped (read-only, private): only the pages the call reads are faulted in. A
-// snapshot is replaced by rename, never written in place, so the mapping never changes under us.
-struct Mapping {
+// The snapshot's bytes. A small one is read (open, fstat, read, close: about 6 µs here); a
+// large one is mapped read-only, so that only the pages the call reads are faulted in (mapping
+// and unmapping cost about 20 µs here, less than reading and faulting in 100 KiB of heap). A
+// snapshot is replaced by rename, never written in place, so a mapping never changes under us.
+constexpr size_t kMapAbove = 64 * 1024;
+
+struct SnapshotBytes {
     void* addr = MAP_FAILED;
     size_t size = 0;
-    ~Mapping() {
+    std::string copy;
+    ~SnapshotBytes() {
         if (addr != MAP_FAILED) ::munmap(addr, size);
     }
-    std::string_view bytes() const { return {static_cast<const char*>(addr), size}; }
+    std::string_view bytes() const {
+        return addr != MAP_FAILED ? std::string_view{static_cast<const char*>(addr), size}
+                                  : std::string_view{copy};
+    }
 };
 
-std::shared_ptr<Mapping> map_file(const std::string& path) {
+std::shared_ptr<SnapshotBytes> map_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return nullptr;
-    auto m = std::make_shared<Mapping>();
+    auto m = std::make_shared<SnapshotBytes>();
     struct stat st {};
+    bool ok = false;
     if (::fstat(fd, &st) == 0 && st.st_size > 0) {
         m->size = size_t(st.st_size);
-        m->addr = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m->size > kMapAbove) {
+            m->addr = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+            ok = m->addr != MAP_FAILED;
+        } else {
+            m->copy.resize(m->size);
+            size_t got = 0;
+            while (got < m->size) {
+                const ssize_t n = ::read(fd, m->copy.data() + got, m->size - got);
+                if (n <= 0) break;
+                got += size_t(n);
+            }
+            ok = got == m->size;
+        }
     }
     ::close(fd);
-    return m->addr == MAP_FAILED ? nullptr : m;
+    return ok ? m : nullptr;
 }
 
 // Snapshot file: u32 stamp size, the stamp, the encoded catalog.

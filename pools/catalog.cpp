@@ -100,8 +100,14 @@ const IpPool* Catalog::pool(const std::string& name) const {
         std::lower_bound(summaries_.begin(), summaries_.end(), name,
                          [](const PoolSummary& p, const std::string& n) { return p.name < n; });
     if (it == summaries_.end() || it->name != name) return nullptr;
-    auto p = decode_pool(pool_blobs_[size_t(it - summaries_.begin())]);
-    if (!p) return nullptr;  // the snapshot's checksum held: cannot happen short of a bug
+    const Blob& blob = pool_blobs_[size_t(it - summaries_.begin())];
+    auto p = decode_pool(blob.bytes, blob.checksum);
+    if (!p) {
+        withdrawn_[name] =
+            "the compiled pools snapshot is damaged: remove <runDir>/_pools/catalog-* (it is "
+            "rebuilt)";
+        return nullptr;
+    }
     return &decoded_.emplace(name, std::move(*p)).first->second;
 }
 
@@ -109,8 +115,8 @@ const std::vector<IpPool>& Catalog::pools() const {
     if (!all_decoded_) {
         pools_.clear();
         pools_.reserve(pool_blobs_.size());
-        for (std::string_view blob : pool_blobs_) {
-            if (auto p = decode_pool(blob)) pools_.push_back(std::move(*p));
+        for (const Blob& blob : pool_blobs_) {
+            if (auto p = decode_pool(blob.bytes, blob.checksum)) pools_.push_back(std::move(*p));
         }
         all_decoded_ = true;  // decoded_ stays: pointers pool() gave out remain valid
     }

@@ -68,7 +68,11 @@ class Catalog {
     std::vector<PoolSummary> summaries_;
     // Snapshot-backed: each pool's encoded bytes (parallel to summaries_), decoded on demand.
     std::shared_ptr<const void> backing_;  // keeps the bytes the views point into
-    std::vector<std::string_view> pool_blobs_;
+    struct Blob {
+        std::string_view bytes;
+        uint64_t checksum = 0;
+    };
+    std::vector<Blob> pool_blobs_;
     mutable std::map<std::string, IpPool, std::less<>> decoded_;
     mutable bool all_decoded_ = true;
     std::vector<Subnet> subnets_;
@@ -76,7 +80,7 @@ class Catalog {
     std::map<std::string, NamespaceObject> namespaces_;
     std::map<std::string, NodeObject> nodes_;
     std::vector<Problem> problems_;
-    std::map<std::string, std::string> withdrawn_;
+    mutable std::map<std::string, std::string> withdrawn_;  // mutable: a damaged blob, found late
 };
 
 }  // namespace shmipam::pools

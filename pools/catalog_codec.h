@@ -1,11 +1,11 @@
 // A catalog as bytes and back, for the compiled snapshot of a pools directory (parsing YAML on
 // every exec would cost an ADD milliseconds at a hundred pools; docs/pools.md, "Speed").
-//   magic "SHMPCAT1" | u64 payload size | u64 FNV-1a of the payload | payload
-// The payload: the pools first, as a table (name, family, default, blob size) followed by each
-// pool's blob, so that a reader touches only the table and the pools it asks for; then every
-// other field of the catalog in declaration order. Integers little-endian, strings and lists as
-// a u32 count then their items. A snapshot that does not decode (another
-// version, truncated, corrupt) is ignored and rebuilt: it is a cache, never the truth.
+//   magic "SHMPCAT3" | u64 payload size | u64 checksum of the payload but the blobs | payload
+// The payload: the pools first, as a table (name, family, default, blob size, blob checksum)
+// followed by each pool's blob, so that a reader touches only the table and the pools it asks for;
+// then every other field of the catalog in declaration order. Integers little-endian, strings and
+// lists as a u32 count then their items. A snapshot that does not decode (another version,
+// truncated, corrupt) is ignored and rebuilt: it is a cache, never the truth.
 #pragma once
 
 #include <memory>
@@ -21,7 +21,7 @@ std::string encode_catalog(const Catalog& catalog);
 // The catalog's pools stay encoded in `bytes` until asked for; `backing` keeps them alive (the
 // mapping or string they are in).
 std::optional<Catalog> decode_catalog(std::string_view bytes, std::shared_ptr<const void> backing);
-// One pool's blob.
-std::optional<IpPool> decode_pool(std::string_view blob);
+// One pool's blob, checked against its checksum first.
+std::optional<IpPool> decode_pool(std::string_view blob, uint64_t checksum);
 
 }  // namespace shmipam::pools

@@ -701,9 +701,20 @@ TEST(PoolSnapshot, ARoundTripSelectsAsTheParsedCatalogDoesAndDecodesOnlyWhatItIs
     for (size_t cut : {size_t(3), bytes->size() / 2, bytes->size() - 1}) {
         EXPECT_FALSE(decode_catalog(std::string_view(*bytes).substr(0, cut), nullptr)) << cut;
     }
+    // A flipped byte in the header part is refused at once; one in a pool's bytes when that pool
+    // is asked for: it is then out of service, saying why, and the others serve.
     std::string flipped = *bytes;
-    flipped[flipped.size() / 2] ^= 0x40;
+    flipped[30] ^= 0x40;
     EXPECT_FALSE(decode_catalog(flipped, nullptr));
+    auto in_blob = std::make_shared<std::string>(*bytes);
+    const size_t at = in_blob->find("p-b", in_blob->find("p-b") + 1);  // p-b's own bytes
+    ASSERT_NE(at, std::string::npos);
+    (*in_blob)[at + 2] ^= 0x01;
+    auto damaged = decode_catalog(*in_blob, in_blob);
+    ASSERT_TRUE(damaged);
+    EXPECT_EQ(damaged->pool("p-b"), nullptr);
+    EXPECT_NE(damaged->withdrawn("p-b").find("snapshot is damaged"), std::string::npos);
+    EXPECT_NE(damaged->pool("p-a"), nullptr);
 }
 
 }  // namespace
