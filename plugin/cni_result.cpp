@@ -6,23 +6,33 @@ namespace shmipam::cni {
 
 using nlohmann::json;
 
-json make_result(const std::string& cni_version, const std::vector<engine::AllocatedAddress>& addrs,
-                 const json& routes, const json& dns) {
-    const bool with_ip_version = !version_at_least(cni_version, "1.0.0");
-    json ips = json::array();
-    for (const auto& a : addrs) {
-        json ip;
-        if (with_ip_version) ip["version"] = a.address.family == engine::Family::kV4 ? "4" : "6";
-        ip["address"] = a.address.to_string() + "/" + std::to_string(a.range->subnet.prefix);
-        ip["gateway"] = a.range->gateway.to_string();
-        ips.push_back(ip);
+json ip_json(const std::string& cni_version, const engine::IpAddress& address, int prefix,
+             const std::optional<engine::IpAddress>& gateway) {
+    json ip;
+    if (!version_at_least(cni_version, "1.0.0")) {
+        ip["version"] = address.family == engine::Family::kV4 ? "4" : "6";
     }
+    ip["address"] = address.to_string() + "/" + std::to_string(prefix);
+    if (gateway) ip["gateway"] = gateway->to_string();
+    return ip;
+}
+
+json result_json(const std::string& cni_version, json ips, const json& routes, const json& dns) {
     json out;
     out["cniVersion"] = cni_version;
-    out["ips"] = ips;
+    out["ips"] = std::move(ips);
     if (!routes.empty()) out["routes"] = routes;
     out["dns"] = dns.is_object() ? dns : json::object();
     return out;
+}
+
+json make_result(const std::string& cni_version, const std::vector<engine::AllocatedAddress>& addrs,
+                 const json& routes, const json& dns) {
+    json ips = json::array();
+    for (const auto& a : addrs) {
+        ips.push_back(ip_json(cni_version, a.address, a.range->subnet.prefix, a.range->gateway));
+    }
+    return result_json(cni_version, std::move(ips), routes, dns);
 }
 
 json make_error_json(const std::string& cni_version, const Error& e) {

@@ -351,7 +351,9 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     } else if (auto st = parse_ranges(doc, ipam, runtime, nc); !st) {
         return st.error();
     }
-    if (auto st = parse_pod_metadata(doc, nc); !st) return st.error();
+    if (nc.pool_mode) {
+        if (auto st = parse_pod_metadata(doc, nc); !st) return st.error();
+    }
     if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
     if (auto st = parse_routes(ipam, nc); !st) return st.error();
     if (auto st = parse_requested(doc, runtime, args, nc); !st) return st.error();

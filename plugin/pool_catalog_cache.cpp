@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/addr/fingerprint.h"
 #include "pools/catalog_codec.h"
 #include "pools/pool_dir.h"
 
@@ -16,11 +17,7 @@ namespace shmipam::cni {
 namespace {
 
 std::string snapshot_path(const NetConf& nc) {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a of the directory's name
-    for (unsigned char c : nc.pool_mode->pools_dir) {
-        h ^= c;
-        h *= 1099511628211ull;
-    }
+    const uint64_t h = engine::fingerprint(nc.pool_mode->pools_dir, "").fp1;
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     return nc.network.run_dir + "/_pools/catalog-" + hex;

@@ -32,6 +32,22 @@ Expected<OpenState> open_state(std::string name, std::unique_ptr<engine::Network
     return OpenState{std::move(name), std::move(cfg), std::move(*store)};
 }
 
+// Opens every pool state of this node (read or released whatever the pools directory says now)
+// into `opened`; one that cannot be opened is skipped and the first such error returned.
+std::optional<Error> open_every_state(const NetConf& nc, const pools::Catalog& catalog,
+                                      std::vector<OpenState>& opened) {
+    std::optional<Error> first_error;
+    for (const std::string& name : pool_states(nc)) {
+        auto st = open_state(name, reading_config(nc, name, catalog));
+        if (st) {
+            opened.push_back(std::move(*st));
+        } else if (!first_error) {
+            first_error = st.error();
+        }
+    }
+    return first_error;
+}
+
 // What the attachment holds in one state.
 struct Held {
     std::string state;
@@ -43,16 +59,13 @@ struct Held {
 Expected<std::vector<Held>> find_held(const NetConf& nc, const pools::Catalog& catalog,
                                       const engine::AttachmentKey& key,
                                       std::vector<OpenState>& opened) {
+    if (auto e = open_every_state(nc, catalog, opened)) return *e;
     std::vector<Held> out;
-    for (const std::string& name : pool_states(nc)) {
-        auto st = open_state(name, reading_config(nc, name, catalog));
-        if (!st) return st.error();
-        opened.push_back(std::move(*st));
-        OpenState& s = opened.back();
+    for (OpenState& s : opened) {
         engine::Allocator alloc(*s.store, *s.cfg);
         auto held = alloc.addresses_of(key);
         if (held) {
-            out.push_back({name, std::move(*held)});
+            out.push_back({s.name, std::move(*held)});
         } else if (held.error().code != Code::kCheckNoAllocation) {
             return held.error();
         }
@@ -76,7 +89,6 @@ json route_json(const std::string& dst, const std::string& gw) {
 json pool_result(const std::string& version, const NetConf& nc, const pools::Catalog& catalog,
                  const std::vector<Answered>& addrs, bool clean_gateway,
                  const std::vector<pools::Route>& annotation_routes, const json& dns) {
-    const bool with_ip_version = !version_at_least(version, "1.0.0");
     json ips = json::array();
     json routes = nc.routes.is_array() ? nc.routes : json::array();
     auto add_route = [&](json r) {
@@ -86,13 +98,8 @@ json pool_result(const std::string& version, const NetConf& nc, const pools::Cat
         routes.push_back(std::move(r));
     };
     for (const auto& a : addrs) {
-        json ip;
-        if (with_ip_version) ip["version"] = a.address.address.family == Family::kV4 ? "4" : "6";
-        ip["address"] =
-            a.address.address.to_string() + "/" + std::to_string(a.address.range->subnet.prefix);
         const auto gateway = gateway_of(a.state, catalog);
-        if (gateway) ip["gateway"] = gateway->to_string();
-        ips.push_back(ip);
+        ips.push_back(ip_json(version, a.address.address, a.address.range->subnet.prefix, gateway));
         for (const auto& r : routes_of(a.state, catalog)) add_route(route_json(r.dst, r.gw));
         if (gateway && !clean_gateway) {
             add_route(route_json(gateway->family == Family::kV4 ? "0.0.0.0/0" : "::/0",
@@ -100,12 +107,7 @@ json pool_result(const std::string& version, const NetConf& nc, const pools::Cat
         }
     }
     for (const auto& r : annotation_routes) add_route(route_json(r.dst, r.gw));
-    json out;
-    out["cniVersion"] = version;
-    out["ips"] = ips;
-    if (!routes.empty()) out["routes"] = routes;
-    out["dns"] = dns.is_object() ? dns : json::object();
-    return out;
+    return result_json(version, std::move(ips), routes, dns);
 }
 
 pools::PodFacts facts_of(const CniEnv& env, const NetConf& nc, const CniArgs& args) {
@@ -118,12 +120,6 @@ pools::PodFacts facts_of(const CniEnv& env, const NetConf& nc, const CniArgs& ar
     f.node_name = nc.pool_mode->node_name;
     f.ifname = env.ifname;
     return f;
-}
-
-std::string go_list(const std::vector<std::string>& v) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? " " : "") + v[i];
-    return out + "]";
 }
 
 // Runs journal compaction for every store that came due, after the answer.
@@ -199,11 +195,11 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
                 reasons.push_back("all IP addresses used out of " + c.name + " (none allocatable)");
                 continue;
             }
-            const engine::Cidr& subnet = c.pool != nullptr ? c.pool->subnet : c.subnet->subnet;
-            const auto& gateway = c.pool != nullptr ? c.pool->gateway : c.subnet->gateway;
+            const pools::AddressSpec& object =
+                c.pool != nullptr ? static_cast<const pools::AddressSpec&>(*c.pool) : *c.subnet;
             // The store opened by find_held serves (a store does not keep the config it was
             // opened with; the allocator is told the ranges it may use).
-            auto cfg = allocating_config(nc, state, subnet, gateway, usable);
+            auto cfg = allocating_config(nc, state, object.subnet, object.gateway, usable);
             size_t at = opened.size();
             for (size_t i = 0; i < opened.size(); ++i) {
                 if (opened[i].name == state) at = i;
@@ -240,13 +236,12 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
             std::string why;
             for (const auto& r : reasons) why += (why.empty() ? "" : ", ") + r;
             for (const auto& f : fam.filtered) why += (why.empty() ? "" : ", ") + f.reason;
-            const std::string fam_name = fam.family == Family::kV4 ? "IPv4" : "IPv6";
-            return fail(
-                v,
-                make_error(wanted ? Code::kRequestedAddressInvalid : Code::kNoAddressFree,
-                           "failed to allocate any " + fam_name + " IP address to NIC " +
-                               env.ifname + " from IPPools " + go_list(tried) + ": [" + why + "]",
-                           "rule: " + pools::describe(sel.rule)));
+            return fail(v,
+                        make_error(wanted ? Code::kRequestedAddressInvalid : Code::kNoAddressFree,
+                                   "failed to allocate any " + pools::family_name(fam.family) +
+                                       " IP address to NIC " + env.ifname + " from IPPools " +
+                                       pools::go_list(tried) + ": [" + why + "]",
+                                   "rule: " + pools::describe(sel.rule)));
         }
     }
     Invocation inv =
@@ -260,15 +255,8 @@ Invocation pool_release(const CniEnv& env, const NetConf& nc, const std::string&
                         const pools::Catalog& catalog) {
     const engine::AttachmentKey key{env.container_id, env.ifname};
     std::vector<OpenState> opened;
-    std::optional<Error> first_error;
-    for (const std::string& name : pool_states(nc)) {
-        auto st = open_state(name, reading_config(nc, name, catalog));
-        if (!st) {
-            if (!first_error) first_error = st.error();
-            continue;
-        }
-        opened.push_back(std::move(*st));
-        OpenState& s = opened.back();
+    std::optional<Error> first_error = open_every_state(nc, catalog, opened);
+    for (OpenState& s : opened) {
         engine::Allocator alloc(*s.store, *s.cfg);
         Status done = Ok{};
         if (env.command == Command::kDel) {

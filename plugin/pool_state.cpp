@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/addr/fingerprint.h"
+
 namespace shmipam::cni {
 
 using engine::Cidr;
@@ -47,23 +49,14 @@ Range whole(const Cidr& subnet, const std::optional<IpAddress>& gateway) {
     return r;
 }
 
-struct ObjectView {
-    Cidr subnet;
-    std::optional<IpAddress> gateway;
-    std::vector<pools::Route> routes;
-};
-
-std::optional<ObjectView> object_of(const std::string& state, const pools::Catalog& catalog) {
-    if (state.rfind(kPoolPrefix, 0) == 0) {
-        if (const pools::IpPool* p = catalog.pool(state.substr(std::strlen(kPoolPrefix)))) {
-            return ObjectView{p->subnet, p->gateway, p->routes};
-        }
-    } else if (state.rfind(kSubnetPrefix, 0) == 0) {
-        if (const pools::Subnet* s = catalog.subnet(state.substr(std::strlen(kSubnetPrefix)))) {
-            return ObjectView{s->subnet, s->gateway, s->routes};
-        }
+// The pool or subnet behind a state, while the catalog has it.
+const pools::AddressSpec* object_of(const std::string& state, const pools::Catalog& catalog) {
+    if (state.rfind(kPoolPrefix, 0) == 0)
+        return catalog.pool(state.substr(std::strlen(kPoolPrefix)));
+    if (state.rfind(kSubnetPrefix, 0) == 0) {
+        return catalog.subnet(state.substr(std::strlen(kSubnetPrefix)));
     }
-    return std::nullopt;
+    return nullptr;
 }
 
 }  // namespace
@@ -109,7 +102,7 @@ std::unique_ptr<engine::NetworkConfig> allocating_config(const NetConf& nc,
 std::unique_ptr<engine::NetworkConfig> reading_config(const NetConf& nc, const std::string& state,
                                                       const pools::Catalog& catalog) {
     auto cfg = base_config(nc, state);
-    if (auto o = object_of(state, catalog)) {
+    if (const pools::AddressSpec* o = object_of(state, catalog)) {
         cfg->range_sets = {{whole(o->subnet, o->gateway)}};
         cfg->index_capacity = capacity_of(o->subnet);
         return cfg;
@@ -131,22 +124,17 @@ std::unique_ptr<engine::NetworkConfig> reading_config(const NetConf& nc, const s
 }
 
 std::optional<IpAddress> gateway_of(const std::string& state, const pools::Catalog& catalog) {
-    auto o = object_of(state, catalog);
-    return o ? o->gateway : std::nullopt;
+    const pools::AddressSpec* o = object_of(state, catalog);
+    return o != nullptr ? o->gateway : std::nullopt;
 }
 
 std::vector<pools::Route> routes_of(const std::string& state, const pools::Catalog& catalog) {
-    auto o = object_of(state, catalog);
-    return o ? o->routes : std::vector<pools::Route>{};
+    const pools::AddressSpec* o = object_of(state, catalog);
+    return o != nullptr ? o->routes : std::vector<pools::Route>{};
 }
 
 uint64_t network_tag(const std::string& network_name) {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (unsigned char c : network_name) {
-        h ^= c;
-        h *= 1099511628211ull;
-    }
-    h &= (uint64_t{1} << 48) - 1;
+    const uint64_t h = engine::fingerprint(network_name, "").fp1 & ((uint64_t{1} << 48) - 1);
     return h == 0 ? 1 : h;
 }
 

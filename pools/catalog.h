@@ -43,7 +43,6 @@ class Catalog {
     const std::vector<IpPool>& pools() const;
     const std::vector<PoolSummary>& pool_summaries() const { return summaries_; }
     const std::vector<Subnet>& subnets() const { return subnets_; }
-    const std::vector<ReservedIp>& reserved() const { return reserved_; }
     const std::vector<Problem>& problems() const { return problems_; }
 
     const IpPool* pool(const std::string& name) const;

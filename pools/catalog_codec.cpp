@@ -11,7 +11,7 @@ using engine::u128;
 
 namespace {
 
-constexpr char kMagic[8] = {'S', 'H', 'M', 'P', 'C', 'A', 'T', '3'};
+constexpr char kMagic[8] = {'S', 'H', 'M', 'P', 'C', 'A', 'T', '4'};
 
 // A checksum for a cache file (not a defence against an adversary): 8 bytes a step, so that
 // checking a snapshot costs a few instructions per word (byte-wise FNV over 16 KiB cost an ADD
@@ -90,6 +90,15 @@ class Writer {
     void origin(const Origin& o) {
         str(o.file);
         u64(o.document);
+    }
+    void address(const AddressSpec& a) {
+        str(a.name);
+        origin(a.origin);
+        cidr(a.subnet);
+        set(a.ips);
+        set(a.exclude_ips);
+        gateway(a.gateway);
+        routes(a.routes);
     }
     std::string& bytes() { return out_; }
 
@@ -211,6 +220,16 @@ class Reader {
         o.document = u64();
         return o;
     }
+    void address(AddressSpec& a) {
+        a.name = str();
+        a.origin = origin();
+        a.subnet = cidr();
+        a.family = a.subnet.address.family;
+        a.ips = set();
+        a.exclude_ips = set();
+        a.gateway = gateway();
+        a.routes = routes();
+    }
     bool done() const { return at_ == in_.size(); }
     size_t position() const { return at_; }
     // The next n bytes, without copying.
@@ -238,14 +257,8 @@ class Reader {
 };
 
 void encode_pool(Writer& w, const IpPool& p) {
-    w.str(p.name);
-    w.origin(p.origin);
+    w.address(p);
     w.u8(p.terminating);
-    w.cidr(p.subnet);
-    w.set(p.ips);
-    w.set(p.exclude_ips);
-    w.gateway(p.gateway);
-    w.routes(p.routes);
     w.u8(p.is_default);
     w.u8(p.disabled);
     w.strings(p.node_name);
@@ -262,15 +275,8 @@ std::optional<IpPool> decode_pool(std::string_view blob, uint64_t checksum) {
     if (hash64(blob) != checksum) return std::nullopt;
     Reader r(blob);
     IpPool p;
-    p.name = r.str();
-    p.origin = r.origin();
+    r.address(p);
     p.terminating = r.u8();
-    p.subnet = r.cidr();
-    p.family = p.subnet.address.family;
-    p.ips = r.set();
-    p.exclude_ips = r.set();
-    p.gateway = r.gateway();
-    p.routes = r.routes();
     p.is_default = r.u8();
     p.disabled = r.u8();
     p.node_name = r.strings();
@@ -304,15 +310,7 @@ std::string encode_catalog(const Catalog& c) {
     for (const auto& b : blobs) w.bytes() += b;
     const size_t blobs_end = w.bytes().size();
     w.u32(uint32_t(c.subnets_.size()));
-    for (const Subnet& s : c.subnets_) {
-        w.str(s.name);
-        w.origin(s.origin);
-        w.cidr(s.subnet);
-        w.set(s.ips);
-        w.set(s.exclude_ips);
-        w.gateway(s.gateway);
-        w.routes(s.routes);
-    }
+    for (const Subnet& s : c.subnets_) w.address(s);
     w.u32(uint32_t(c.reserved_.size()));
     for (const ReservedIp& r : c.reserved_) {
         w.str(r.name);
@@ -386,14 +384,7 @@ std::optional<Catalog> decode_catalog(std::string_view bytes, std::shared_ptr<co
     }
     for (uint32_t i = 0, n = r.count(16); i < n && !r.bad; ++i) {
         Subnet s;
-        s.name = r.str();
-        s.origin = r.origin();
-        s.subnet = r.cidr();
-        s.family = s.subnet.address.family;
-        s.ips = r.set();
-        s.exclude_ips = r.set();
-        s.gateway = r.gateway();
-        s.routes = r.routes();
+        r.address(s);
         c.subnets_.push_back(std::move(s));
     }
     for (uint32_t i = 0, n = r.count(16); i < n && !r.bad; ++i) {

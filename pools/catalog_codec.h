@@ -1,6 +1,6 @@
 // A catalog as bytes and back, for the compiled snapshot of a pools directory (parsing YAML on
 // every exec would cost an ADD milliseconds at a hundred pools; docs/pools.md, "Speed").
-//   magic "SHMPCAT3" | u64 payload size | u64 checksum of the payload but the blobs | payload
+//   magic "SHMPCAT4" | u64 payload size | u64 checksum of the payload but the blobs | payload
 // The payload: the pools first, as a table (name, family, default, blob size, blob checksum)
 // followed by each pool's blob, so that a reader touches only the table and the pools it asks for;
 // then every other field of the catalog in declaration order. Integers little-endian, strings and

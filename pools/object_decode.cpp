@@ -65,8 +65,7 @@ Status optional_selector(const json& spec, const char* field, const std::string&
 
 // ipVersion, subnet, ips, excludeIPs, gateway, routes: the address fields pools and subnets
 // share. `ips_required`: a reserved-IP object has no subnet.
-template <typename T>
-Status address_fields(const json& spec, const std::string& where, T& obj) {
+Status address_fields(const json& spec, const std::string& where, AddressSpec& obj) {
     auto sub = spec.find("subnet");
     if (sub == spec.end() || !sub->is_string()) return bad(where + ": spec.subnet is required");
     auto cidr = Cidr::parse(sub->get<std::string>());

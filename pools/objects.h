@@ -39,16 +39,20 @@ struct Origin {
     size_t document = 0;  // 1-based within the file (YAML documents and List items)
 };
 
-struct IpPool {
+// What a SpiderIPPool and a SpiderSubnet both are: named addresses with a gateway and routes.
+struct AddressSpec {
     std::string name;
     Origin origin;
-    bool terminating = false;  // metadata.deletionTimestamp is set
     engine::Family family = engine::Family::kV4;
     engine::Cidr subnet;
     IpSet ips;
     IpSet exclude_ips;
     std::optional<engine::IpAddress> gateway;
     std::vector<Route> routes;
+};
+
+struct IpPool : AddressSpec {
+    bool terminating = false;  // metadata.deletionTimestamp is set
     bool is_default = false;
     bool disabled = false;
     std::vector<std::string> node_name;
@@ -59,16 +63,7 @@ struct IpPool {
     std::vector<std::string> multus_name;
 };
 
-struct Subnet {
-    std::string name;
-    Origin origin;
-    engine::Family family = engine::Family::kV4;
-    engine::Cidr subnet;
-    IpSet ips;
-    IpSet exclude_ips;
-    std::optional<engine::IpAddress> gateway;
-    std::vector<Route> routes;
-};
+struct Subnet : AddressSpec {};
 
 struct ReservedIp {
     std::string name;

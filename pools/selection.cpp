@@ -35,19 +35,19 @@ std::string describe(Rule rule) {
     return "?";
 }
 
-namespace {
-
-constexpr Code kBadAnnotation = Code::kPoolAnnotationInvalid;
-
 std::string family_name(Family f) {
     return f == Family::kV4 ? "IPv4" : "IPv6";
 }
 
-std::string go_list(const std::vector<std::string>& v) {  // Go's %v of a []string
+std::string go_list(const std::vector<std::string>& v) {
     std::string out = "[";
     for (size_t i = 0; i < v.size(); ++i) out += (i ? " " : "") + v[i];
     return out + "]";
 }
+
+namespace {
+
+constexpr Code kBadAnnotation = Code::kPoolAnnotationInvalid;
 
 Error annotation_error(const std::string& key, const std::string& what) {
     return Error{kBadAnnotation, "invalid format of Pod annotation '" + key + "': " + what, ""};

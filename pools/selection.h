@@ -31,7 +31,9 @@ enum class Rule {
     kConfigDefault,
     kClusterDefault,
 };
-std::string describe(Rule rule);  // "pod annotation ipam.spidernet.io/ippool", ...
+std::string describe(Rule rule);            // "pod annotation ipam.spidernet.io/ippool", ...
+std::string family_name(engine::Family f);  // "IPv4", "IPv6"
+std::string go_list(const std::vector<std::string>& v);  // "[a b]", as Go prints a []string
 
 struct Candidate {
     std::string name;

@@ -8,10 +8,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string family_name(engine::Family f) {
-    return f == engine::Family::kV4 ? "IPv4" : "IPv6";
-}
-
 std::string count_of(const pools::Candidate& c, const pools::Catalog& catalog) {
     const pools::IpSet set = c.pool != nullptr ? pools::allocatable(*c.pool, catalog)
                                                : pools::allocatable(*c.subnet, catalog);
@@ -26,7 +22,7 @@ std::string explain_text(const pools::Selection& s, const pools::Catalog& catalo
     out << "rule: " << pools::describe(s.rule) << (s.clean_gateway ? " (clean gateway)" : "")
         << "\n";
     for (const auto& fam : s.families) {
-        out << family_name(fam.family) << ":\n  named:";
+        out << pools::family_name(fam.family) << ":\n  named:";
         for (const auto& n : fam.named) out << " " << n;
         out << "\n";
         for (const auto& f : fam.filtered)
