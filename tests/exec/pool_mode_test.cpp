@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
 #include <set>
 
 #include "tests/support/plugin_runner.h"
@@ -429,6 +430,61 @@ spec: {subnet: 10.43.0.0/24, ips: ["10.43.0.5-10.43.0.9"], disable: true}
     auto dump = run_ctl({"--run-dir", dir.sub("run"), "dump", "pool/small", "--json"});
     EXPECT_EQ(dump.json()["allocations"].size(), 1u) << dump.out;
     EXPECT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "pool/../x"}).exit_code, 2);
+}
+
+TEST_F(PoolMode, BadPoolConfigFieldsAndPodMetadataAreRefusedAndTakeNothing) {
+    struct Case {
+        const char* name;
+        std::function<void(json&)> spoil;
+        int code;
+        const char* words;
+    };
+    const std::vector<Case> cases = {
+        {"poolsDir not a string", [](json& c) { c["ipam"]["poolsDir"] = 5; }, 6, "ipam.poolsDir"},
+        {"default pools not a list", [](json& c) { c["ipam"]["default_ipv4_ippool"] = "small"; }, 6,
+         "ipam.default_ipv4_ippool"},
+        {"default pool not a name",
+         [](json& c) { c["ipam"]["default_ipv6_ippool"] = json::array({1}); }, 6,
+         "ipam.default_ipv6_ippool"},
+        {"clean_gateway not a boolean", [](json& c) { c["ipam"]["clean_gateway"] = "yes"; }, 6,
+         "ipam.clean_gateway"},
+        {"nodeName not a string", [](json& c) { c["ipam"]["nodeName"] = json::array(); }, 6,
+         "ipam.nodeName"},
+        {"multusNamespace not a string", [](json& c) { c["ipam"]["multusNamespace"] = 1; }, 6,
+         "ipam.multusNamespace"},
+        {"pod annotations not an object",
+         [](json& c) { c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = "x"; }, 6,
+         "io.kubernetes.cri.pod-annotations"},
+        {"pod annotation not a string",
+         [](json& c) {
+             c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = {{"a", 1}};
+         },
+         6, "io.kubernetes.cri.pod-annotations.a"},
+        {"labels not a list",
+         [](json& c) {
+             c["args"]["cni"]["labels"] = {{"app", "db"}};
+         },
+         6, "args.cni.labels"},
+        {"label without a value",
+         [](json& c) { c["args"]["cni"]["labels"] = json::parse(R"([{"key": "app"}])"); }, 6,
+         "args.cni.labels[]"},
+    };
+    for (const Case& tc : cases) {
+        json cfg = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+        tc.spoil(cfg);
+        auto r = run_plugin(env("ADD", "bad"), cfg.dump());
+        EXPECT_EQ(r.exit_code, 1) << tc.name;
+        EXPECT_EQ(r.json()["code"], tc.code) << tc.name << ": " << r.out;
+        EXPECT_NE(r.json()["msg"].get<std::string>().find(tc.words), std::string::npos)
+            << tc.name << ": " << r.out;
+    }
+    // None of them created or touched a pool state.
+    EXPECT_NE(::access((dir.sub("run") + "/_pools/ippool_small").c_str(), F_OK), 0);
+    // In ranges mode the pod metadata is not read: the same bad shapes do not refuse an ADD.
+    json ranges = make_config(dir.path(), "plain");
+    ranges["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = "x";
+    ranges["args"]["cni"]["labels"] = {{"app", "db"}};
+    EXPECT_EQ(run_plugin(env("ADD", "plain"), ranges.dump()).exit_code, 0);
 }
 
 TEST_F(PoolMode, PoolsDirBesideRangesIsAnError) {
