@@ -50,3 +50,43 @@ echo
 echo "== one caller at a time: 100 ADDs then 100 DELs (the latency a single pod start sees)"
 "$bin/bench/cni_storm" --plugin "$bin/shmipam" --config "$config" -n 100 -k 1
 rm -f "$config"
+
+echo
+echo "== pool mode (docs/pools.md): two Spiderpool pools, a pod that names them by annotation"
+pools=$(mktemp -d)
+cat >"$pools/pools.yaml" <<'YAML'
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: demo-small}
+spec: {subnet: 10.89.0.0/24, ips: ["10.89.0.10-10.89.0.11"], gateway: 10.89.0.1}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: demo-big}
+spec: {subnet: 10.89.1.0/24, ips: ["10.89.1.10-10.89.1.200"], gateway: 10.89.1.1}
+YAML
+pool_config=$(mktemp)
+cat >"$pool_config" <<JSON
+{"cniVersion": "1.1.0", "name": "shmipam-demo-pools", "type": "bridge",
+ "ipam": {"type": "shmipam", "runDir": "$run_dir", "dataDir": "$data_dir", "poolsDir": "$pools"},
+ "runtimeConfig": {"io.kubernetes.cri.pod-annotations":
+   {"ipam.spidernet.io/ippool": "{\"ipv4\": [\"demo-small\", \"demo-big\"]}"}}}
+JSON
+rm -rf "${run_dir:?}/_pools/ippool_demo-small" "${run_dir:?}/_pools/ippool_demo-big"
+rm -rf "${data_dir:?}/_pools"
+echo "shmipamctl explain --config <that network config>:"
+"$bin/shmipamctl" explain --config "$pool_config"
+for i in 1 2 3; do
+    echo "ADD pod-$i:"
+    CNI_COMMAND=ADD CNI_CONTAINERID="pool-demo-$i" CNI_NETNS=/var/run/netns/demo CNI_IFNAME=eth0 \
+        CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME=pod-$i" \
+        CNI_PATH=/usr/lib/cni "$bin/shmipam" <"$pool_config"
+done
+echo "(demo-small has two addresses: the third pod fell through to demo-big)"
+"$bin/shmipamctl" --run-dir "$run_dir" verify pool/demo-small
+"$bin/shmipamctl" --run-dir "$run_dir" verify pool/demo-big
+for i in 1 2 3; do
+    CNI_COMMAND=DEL CNI_CONTAINERID="pool-demo-$i" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
+        "$bin/shmipam" <"$pool_config"
+done
+rm -rf "$pools" "$pool_config"

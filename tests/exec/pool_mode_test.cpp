@@ -423,6 +423,11 @@ spec: {subnet: 10.43.0.0/24, ips: ["10.43.0.5-10.43.0.9"], disable: true}
     EXPECT_NE(r.out.find("all IPv4 IPPools [off] of eth0 filtered out: [disabled IPPool off]"),
               std::string::npos)
         << r.out;
+    // The annotations a runtime passes in the config are read too.
+    json annotated = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"big\"]}"})");
+    write_file(dir.sub("annotated.conf"), annotated.dump());
+    r = run_ctl({"explain", "--config", dir.sub("annotated.conf"), "--json"});
+    EXPECT_EQ(r.json()["rule"], "pod annotation ipam.spidernet.io/ippool") << r.out;
     // The plugin agrees.
     ASSERT_EQ(run_plugin(env("ADD", "c1"), cfg.dump()).exit_code, 0);
     auto ls = run_ctl({"--run-dir", dir.sub("run"), "ls"});

@@ -51,6 +51,28 @@ Status read_config(const std::string& path, ExplainOptions& e) {
     if (ipam.contains("clean_gateway") && ipam["clean_gateway"].is_boolean()) {
         e.clean_gateway = e.clean_gateway || ipam["clean_gateway"].get<bool>();
     }
+    // The pod's annotations and labels as a runtime passes them, when the file carries them
+    // (--annotation and --label given on the command line come after, and win).
+    if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) {
+        if (auto a = rc->find("io.kubernetes.cri.pod-annotations");
+            a != rc->end() && a->is_object()) {
+            for (const auto& [k, v] : a->items()) {
+                if (v.is_string())
+                    e.annotations.insert(e.annotations.begin(), k + "=" + v.get<std::string>());
+            }
+        }
+    }
+    if (auto a = doc.find("args"); a != doc.end() && a->is_object() && a->contains("cni") &&
+                                   (*a)["cni"].is_object() && (*a)["cni"].contains("labels") &&
+                                   (*a)["cni"]["labels"].is_array()) {
+        for (const auto& kv : (*a)["cni"]["labels"]) {
+            if (kv.is_object() && kv.value("key", json()).is_string() &&
+                kv.value("value", json()).is_string()) {
+                e.labels.insert(e.labels.begin(), kv["key"].get<std::string>() + "=" +
+                                                      kv["value"].get<std::string>());
+            }
+        }
+    }
     return Ok{};
 }
 
