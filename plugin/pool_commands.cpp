@@ -136,6 +136,86 @@ void keep_for_compaction(Invocation& inv, std::vector<OpenState>& opened) {
     };
 }
 
+// One ADD's claims across the families of a selection: the stores it opened, what it holds, how
+// to undo it.
+struct FamilyClaim {
+    const NetConf& nc;
+    const pools::Catalog& catalog;
+    std::vector<OpenState>& opened;
+    engine::AddRequest request;  // its key's ifname is the NIC in messages
+    std::string rule;            // the rule that gave the candidates, for messages
+    std::vector<Answered> answered;
+    std::vector<size_t> holding;  // indexes into `opened` where the attachment was claimed
+
+    // The store of `state` (the one find_held opened, if it did: a store does not keep the
+    // config it was opened with; the allocator is told the ranges it may use), with `cfg`.
+    Expected<size_t> store_for(const std::string& state,
+                               std::unique_ptr<engine::NetworkConfig> cfg) {
+        for (size_t i = 0; i < opened.size(); ++i) {
+            if (opened[i].name != state) continue;
+            opened[i].cfg = std::move(cfg);
+            return i;
+        }
+        auto st = open_state(state, std::move(cfg));
+        if (!st) return st.error();
+        opened.push_back(std::move(*st));
+        return opened.size() - 1;
+    }
+
+    // Tries the family's pools in order, falling through past one that cannot serve. When none
+    // can, an error that names every pool and why (100; 102 for a requested address); any other
+    // error as it came.
+    std::optional<Error> serve(const pools::FamilyPlan& fam,
+                               const std::optional<IpAddress>& wanted) {
+        std::vector<std::string> reasons, tried;
+        for (const pools::Candidate& c : fam.order) {
+            tried.push_back(c.name);
+            const pools::IpSet usable = c.pool != nullptr ? pools::allocatable(*c.pool, catalog)
+                                                          : pools::allocatable(*c.subnet, catalog);
+            if (wanted && !usable.contains(*wanted)) {
+                reasons.push_back("requested IP address " + wanted->to_string() +
+                                  " is not allocatable in " + c.name);
+                continue;
+            }
+            if (usable.empty()) {
+                reasons.push_back("all IP addresses used out of " + c.name + " (none allocatable)");
+                continue;
+            }
+            const pools::AddressSpec& object =
+                c.pool != nullptr ? static_cast<const pools::AddressSpec&>(*c.pool) : *c.subnet;
+            const std::string state = state_name(c);
+            auto at = store_for(
+                state, allocating_config(nc, state, object.subnet, object.gateway, usable));
+            if (!at) return at.error();
+            OpenState& s = opened[*at];
+            engine::AddRequest req = request;
+            if (wanted) req.requested = {*wanted};
+            auto out = engine::Allocator(*s.store, *s.cfg).add(req);
+            if (!out && out.error().code == Code::kNoAddressFree) {
+                reasons.push_back("all IP addresses used out of " + c.name);
+                continue;
+            }
+            if (!out) return out.error();
+            holding.push_back(*at);
+            for (const auto& a : out->addresses) answered.push_back({state, a});
+            return std::nullopt;
+        }
+        std::string why;
+        for (const auto& r : reasons) why += (why.empty() ? "" : ", ") + r;
+        for (const auto& f : fam.filtered) why += (why.empty() ? "" : ", ") + f.reason;
+        return Error{wanted ? Code::kRequestedAddressInvalid : Code::kNoAddressFree,
+                     "failed to allocate any " + pools::family_name(fam.family) +
+                         " IP address to NIC " + request.key.ifname + " from IPPools " +
+                         pools::go_list(tried) + ": [" + why + "]",
+                     "rule: " + rule};
+    }
+
+    void undo() {
+        for (size_t i : holding)
+            engine::Allocator(*opened[i].store, *opened[i].cfg).del(request.key);
+    }
+};
+
 Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
                     const std::vector<IpAddress>& requested, const CniArgs& args, const json& dns,
                     const pools::Catalog& catalog) {
@@ -165,87 +245,23 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
     }
 
     // Each family in turn; a family that cannot be served undoes the ones before it.
-    std::vector<Answered> addrs;
-    std::vector<size_t> allocated_in;  // indexes into `opened` holding the attachment
-    auto undo = [&] {
-        for (size_t i : allocated_in) {
-            engine::Allocator(*opened[i].store, *opened[i].cfg).del(key);
-        }
-    };
-    const engine::AddRequest base_req{
-        key, {}, {args.pod_namespace, args.pod_name}, network_tag(nc.network.name)};
+    FamilyClaim claim{
+        nc, catalog, opened,
+        engine::AddRequest{
+            key, {}, {args.pod_namespace, args.pod_name}, network_tag(nc.network.name)},
+        pools::describe(sel.rule)};
     for (const pools::FamilyPlan& fam : sel.families) {
         std::optional<IpAddress> wanted;
         for (const IpAddress& a : requested) {
             if (a.family == fam.family) wanted = a;
         }
-        std::vector<std::string> reasons, tried;
-        bool served = false;
-        for (const pools::Candidate& c : fam.order) {
-            tried.push_back(c.name);
-            const std::string state = state_name(c);
-            const pools::IpSet usable = c.pool != nullptr ? pools::allocatable(*c.pool, catalog)
-                                                          : pools::allocatable(*c.subnet, catalog);
-            if (wanted && !usable.contains(*wanted)) {
-                reasons.push_back("requested IP address " + wanted->to_string() +
-                                  " is not allocatable in " + c.name);
-                continue;
-            }
-            if (usable.empty()) {
-                reasons.push_back("all IP addresses used out of " + c.name + " (none allocatable)");
-                continue;
-            }
-            const pools::AddressSpec& object =
-                c.pool != nullptr ? static_cast<const pools::AddressSpec&>(*c.pool) : *c.subnet;
-            // The store opened by find_held serves (a store does not keep the config it was
-            // opened with; the allocator is told the ranges it may use).
-            auto cfg = allocating_config(nc, state, object.subnet, object.gateway, usable);
-            size_t at = opened.size();
-            for (size_t i = 0; i < opened.size(); ++i) {
-                if (opened[i].name == state) at = i;
-            }
-            if (at == opened.size()) {
-                auto st = open_state(state, std::move(cfg));
-                if (!st) {
-                    undo();
-                    return fail(v, st.error());
-                }
-                opened.push_back(std::move(*st));
-            } else {
-                opened[at].cfg = std::move(cfg);
-            }
-            OpenState& s = opened[at];
-            engine::AddRequest req = base_req;
-            if (wanted) req.requested = {*wanted};
-            auto out = engine::Allocator(*s.store, *s.cfg).add(req);
-            if (out) {
-                allocated_in.push_back(at);
-                for (const auto& a : out->addresses) addrs.push_back({state, a});
-                served = true;
-                break;
-            }
-            if (out.error().code == Code::kNoAddressFree) {
-                reasons.push_back("all IP addresses used out of " + c.name);
-                continue;
-            }
-            undo();
-            return fail(v, out.error());
-        }
-        if (!served) {
-            undo();
-            std::string why;
-            for (const auto& r : reasons) why += (why.empty() ? "" : ", ") + r;
-            for (const auto& f : fam.filtered) why += (why.empty() ? "" : ", ") + f.reason;
-            return fail(v,
-                        make_error(wanted ? Code::kRequestedAddressInvalid : Code::kNoAddressFree,
-                                   "failed to allocate any " + pools::family_name(fam.family) +
-                                       " IP address to NIC " + env.ifname + " from IPPools " +
-                                       pools::go_list(tried) + ": [" + why + "]",
-                                   "rule: " + pools::describe(sel.rule)));
+        if (auto e = claim.serve(fam, wanted)) {
+            claim.undo();
+            return fail(v, *e);
         }
     }
-    Invocation inv =
-        succeed(pool_result(v, nc, catalog, addrs, sel.clean_gateway, sel.annotation_routes, dns));
+    Invocation inv = succeed(
+        pool_result(v, nc, catalog, claim.answered, sel.clean_gateway, sel.annotation_routes, dns));
     keep_for_compaction(inv, opened);
     return inv;
 }
