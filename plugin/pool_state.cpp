@@ -1,10 +1,9 @@
 #include "plugin/pool_state.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cstring>
 
+#include "base/directory.h"
 #include "engine/addr/fingerprint.h"
 
 namespace shmipam::cni {
@@ -68,15 +67,10 @@ std::string state_name(const pools::Candidate& c) {
 std::vector<std::string> pool_states(const NetConf& nc) {
     std::vector<std::string> out;
     const std::string dir = nc.network.data_dir + kPoolsDir;
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return out;
-    while (dirent* e = ::readdir(d)) {
-        const std::string name = e->d_name;
-        if (name.rfind(kPoolPrefix, 0) == 0 || name.rfind(kSubnetPrefix, 0) == 0) {
-            out.push_back(name);
-        }
-    }
-    ::closedir(d);
+    base::for_each_entry(dir, [&](std::string_view name) {
+        if (name.starts_with(kPoolPrefix) || name.starts_with(kSubnetPrefix))
+            out.emplace_back(name);
+    });
     std::sort(out.begin(), out.end());
     return out;
 }

@@ -1,6 +1,5 @@
 #include "pools/pool_dir.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -10,6 +9,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "base/directory.h"
 
 namespace shmipam::pools {
 
@@ -17,7 +20,7 @@ using nlohmann::json;
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
+bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() &&
            s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -157,44 +160,92 @@ void load_text(Catalog& catalog, const std::string& file_name, const std::string
 namespace {
 
 Expected<std::vector<std::string>> file_names(const std::string& dir) {
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) {
-        return make_error(Code::kInvalidConfig,
-                          "poolsDir " + dir + " cannot be read: " + std::strerror(errno));
-    }
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
-        const std::string name = e->d_name;
-        if (name.empty() || name[0] == '.') continue;
+    const int error = base::for_each_entry(dir, [&](std::string_view name) {
+        if (name[0] == '.') return;
         if (ends_with(name, ".yaml") || ends_with(name, ".yml") || ends_with(name, ".json")) {
-            names.push_back(name);
+            names.emplace_back(name);
         }
+    });
+    if (error != 0) {
+        return make_error(Code::kInvalidConfig,
+                          "poolsDir " + dir + " cannot be read: " + std::strerror(error));
     }
-    ::closedir(d);
     std::sort(names.begin(), names.end());
     return names;
 }
 
 }  // namespace
 
+namespace {
+
+// A file's or the directory's identity and times: "size inode mtime ctime" (nanoseconds).
+// The newest of its two times goes to `newest` (for the racy rule).
+bool stat_fields(const std::string& path, std::string* out, int64_t* newest) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return false;
+    const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    const int64_t ctime = int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+    *newest = std::max(mtime, ctime);
+    *out = std::to_string(st.st_size) + ' ' + std::to_string(st.st_ino) + ' ' +
+           std::to_string(mtime) + ' ' + std::to_string(ctime);
+    return true;
+}
+
+}  // namespace
+
 Expected<std::string> directory_stamp(const std::string& dir, bool* racy) {
+    // The directory's own times first: a file added, removed or renamed in or out changes them,
+    // so that a stamp can later be checked without listing the directory (stamp_holds).
+    std::string fields;
+    int64_t dir_newest = 0;
+    if (!stat_fields(dir, &fields, &dir_newest)) {
+        return make_error(Code::kInvalidConfig,
+                          "poolsDir " + dir + " cannot be read: " + std::strerror(errno));
+    }
     auto names = file_names(dir);
     if (!names) return names.error();
     struct timespec now {};
     ::clock_gettime(CLOCK_REALTIME, &now);
-    const int64_t now_ns = int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-    std::string stamp = dir;
-    stamp.push_back('\0');
+    const int64_t racy_after = int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec - 2'000'000'000;
+    if (racy != nullptr && dir_newest > racy_after) *racy = true;
+    std::string stamp = dir + '\0' + fields + '\0';
     for (const auto& name : *names) {
-        struct stat st {};
-        if (::stat((dir + "/" + name).c_str(), &st) != 0) continue;  // gone: not read either
-        const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-        const int64_t ctime = int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
-        if (racy != nullptr && std::max(mtime, ctime) > now_ns - 2'000'000'000) *racy = true;
-        stamp += name + '\0' + std::to_string(st.st_size) + ' ' + std::to_string(st.st_ino) + ' ' +
-                 std::to_string(mtime) + ' ' + std::to_string(ctime) + '\0';
+        int64_t newest = 0;
+        if (!stat_fields(dir + "/" + name, &fields, &newest)) continue;  // gone: not read either
+        if (racy != nullptr && newest > racy_after) *racy = true;
+        stamp += name + '\0' + fields + '\0';
     }
     return stamp;
+}
+
+bool stamp_holds(const std::string& dir, std::string_view stamp) {
+    // dir \0 its fields \0, then name \0 fields \0 per file.
+    auto next = [&stamp]() -> std::optional<std::string_view> {
+        const size_t end = stamp.find('\0');
+        if (end == std::string_view::npos) return std::nullopt;
+        const std::string_view field = stamp.substr(0, end);
+        stamp.remove_prefix(end + 1);
+        return field;
+    };
+    const auto recorded_dir = next();
+    const auto dir_fields = next();
+    std::string fields;
+    int64_t newest = 0;
+    if (!recorded_dir || *recorded_dir != dir || !dir_fields ||
+        !stat_fields(dir, &fields, &newest) || fields != *dir_fields) {
+        return false;
+    }
+    while (!stamp.empty()) {
+        const auto name = next();
+        const auto file_fields = next();
+        if (!name || !file_fields) return false;
+        if (!stat_fields(dir + "/" + std::string(*name), &fields, &newest) ||
+            fields != *file_fields) {
+            return false;
+        }
+    }
+    return true;
 }
 
 Expected<Catalog> load_pools_dir(const std::string& dir) {

@@ -1,6 +1,5 @@
 // The journal's reading side: listing its files, scanning them (with damage reported and
 // skipped), the newest record per address. Appends and compaction: journal.cpp.
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -11,6 +10,7 @@
 #include <optional>
 #include <tuple>
 
+#include "base/directory.h"
 #include "shm/file_system.h"
 #include "shm/journal.h"
 
@@ -44,15 +44,10 @@ std::optional<Journal::Checkpoint> parse_checkpoint_name(const std::string& tail
 
 Expected<Journal::Listing> Journal::list(const std::string& dir) {
     Listing out;
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) {
-        if (errno == ENOENT) return out;
-        return io_error("cannot read journal directory", dir);
-    }
     const size_t plen = std::strlen(format::kJournalPrefix);
     const size_t clen = std::strlen(format::kCheckpointPrefix);
-    while (dirent* ent = ::readdir(d)) {
-        const std::string n = ent->d_name;
+    const int error = base::for_each_entry(dir, [&](std::string_view name) {
+        const std::string n(name);
         if (n.size() == plen + 8 && n.compare(0, plen, format::kJournalPrefix) == 0 &&
             n.find_first_not_of("0123456789", plen) == std::string::npos) {
             out.segments.push_back(std::stoull(n.substr(plen)));
@@ -62,8 +57,12 @@ Expected<Journal::Listing> Journal::list(const std::string& dir) {
                 out.checkpoints.push_back(*c);
             }
         }
+    });
+    if (error == ENOENT) return out;
+    if (error != 0) {
+        errno = error;
+        return io_error("cannot read journal directory", dir);
     }
-    ::closedir(d);
     std::sort(out.segments.begin(), out.segments.end());
     std::sort(out.checkpoints.begin(), out.checkpoints.end(),
               [](const Checkpoint& a, const Checkpoint& b) {

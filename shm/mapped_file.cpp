@@ -1,6 +1,5 @@
 #include "shm/mapped_file.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -12,6 +11,7 @@
 #include <cstring>
 
 #include "base/clock.h"
+#include "base/directory.h"
 #include "base/fault_point.h"
 #include "base/unique_id.h"
 #include "shm/file_system.h"
@@ -41,16 +41,13 @@ constexpr uint64_t kCreatorWaitNs = 2'000'000'000;
 // file, which the kernel drops when it dies, in any pid namespace; a pid would be reused, or
 // name a process of another namespace, and make a dead creator look alive for good.
 bool sweep_creators_files(const std::string& dir, const std::string& name) {
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return false;
     const std::string prefix = temp_prefix(name);
     bool live = false;
-    while (dirent* ent = ::readdir(d)) {
-        const std::string n = ent->d_name;
-        if (n.compare(0, prefix.size(), prefix) != 0) continue;
-        const std::string path = dir + "/" + n;
+    base::for_each_entry(dir, [&](std::string_view n) {
+        if (!n.starts_with(prefix)) return;
+        const std::string path = dir + "/" + std::string(n);
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;  // published or removed meanwhile
+        if (fd < 0) return;  // published or removed meanwhile
         struct stat sb {};
         const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
         const bool fresh = ::fstat(fd, &sb) == 0 &&
@@ -63,8 +60,7 @@ bool sweep_creators_files(const std::string& dir, const std::string& name) {
         } else {
             file_system().unlink(path);
         }
-    }
-    ::closedir(d);
+    });
     return live;
 }
 

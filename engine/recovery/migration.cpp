@@ -1,6 +1,5 @@
 #include "engine/recovery/migration.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/directory.h"
 #include "engine/addr/fingerprint.h"
 #include "engine/policy/next_fit.h"
 #include "engine/recovery/aside_builder.h"
@@ -65,11 +65,10 @@ Status import_host_local(const NetworkConfig& cfg, shm::IndexFile& aside,
                          const BlockOpener& open_block, const std::array<uint8_t, 16>& boot_id,
                          std::vector<format::JournalRecord>* imported) {
     const std::string dir = cfg.host_local_dir();
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return Ok{};  // nothing to import
     std::vector<std::string> names;
-    while (dirent* ent = ::readdir(d)) names.emplace_back(ent->d_name);
-    ::closedir(d);
+    if (base::for_each_entry(dir, [&](std::string_view n) { names.emplace_back(n); }) != 0) {
+        return Ok{};  // nothing to import
+    }
 
     // (containerID, ifname) -> its addresses; std::map keeps the import order deterministic.
     std::map<std::pair<std::string, std::string>, std::vector<HostLocalFile>> attachments;

@@ -2,7 +2,6 @@
 // filler recovery hands in), retiring it, and removing what a retired or superseded state left.
 // In the engine, this is the only code that deletes state files (below it, shm removes its own
 // temp files and the journal segments a checkpoint covers).
-#include <dirent.h>
 #include <linux/magic.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <cstring>
 
 #include "base/clock.h"
+#include "base/directory.h"
 #include "base/fault_point.h"
 #include "engine/state/config_display.h"
 #include "engine/state/network_store.h"
@@ -241,18 +241,13 @@ void NetworkStore::remove_blocks_of_other_epochs(const shm::IndexFile& current) 
     // still maps one (its mapping stays valid; it is of a retired state). The caller holds the
     // directory lock, and `current` is the published index.
     const uint64_t epoch = current.header().epoch;
-    DIR* d = ::opendir(dir_.c_str());
-    if (d == nullptr) return;
     char mine[32];
     std::snprintf(mine, sizeof mine, ".%016llx.blk", (unsigned long long)epoch);
-    while (dirent* ent = ::readdir(d)) {
-        const std::string n = ent->d_name;
-        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".blk") == 0 && n[0] != '.' &&
-            n.find(mine) == std::string::npos) {
-            shm::file_system().unlink(dir_ + "/" + n);
+    base::for_each_entry(dir_, [&](std::string_view n) {
+        if (n.ends_with(".blk") && n[0] != '.' && n.find(mine) == std::string_view::npos) {
+            shm::file_system().unlink(dir_ + "/" + std::string(n));
         }
-    }
-    ::closedir(d);
+    });
 }
 
 }  // namespace shmipam::engine

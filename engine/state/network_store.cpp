@@ -2,12 +2,11 @@
 // opening an existing state for the tools. Creation and retirement live in lifecycle.cpp.
 #include "engine/state/network_store.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
+#include "base/directory.h"
 #include "shm/atomic_word.h"
 
 namespace shmipam::engine {
@@ -93,20 +92,15 @@ Expected<shm::BlockFile*> NetworkStore::block_for(const IpAddress& a, bool creat
 }
 
 Expected<std::vector<shm::BlockFile*>> NetworkStore::all_blocks() {
-    DIR* d = ::opendir(dir_.c_str());
-    if (d == nullptr) return make_error(Code::kIo, "cannot read directory " + dir_);
     std::vector<std::string> names;
     char mine[32];
     std::snprintf(mine, sizeof mine, ".%016llx.blk", (unsigned long long)epoch_);
-    while (dirent* ent = ::readdir(d)) {
-        std::string n = ent->d_name;
+    const std::string_view suffix = mine;
+    const int error = base::for_each_entry(dir_, [&](std::string_view n) {
         // Only this index's blocks (others are of an earlier or a losing index).
-        if (n.size() > 4 && n[0] != '.' && n.find(mine) != std::string::npos &&
-            n.compare(n.size() - std::strlen(mine), std::strlen(mine), mine) == 0) {
-            names.push_back(n);
-        }
-    }
-    ::closedir(d);
+        if (n.size() > suffix.size() && n[0] != '.' && n.ends_with(suffix)) names.emplace_back(n);
+    });
+    if (error != 0) return make_error(Code::kIo, "cannot read directory " + dir_);
     std::sort(names.begin(), names.end());
     std::vector<shm::BlockFile*> out;
     for (const auto& n : names) {

@@ -397,6 +397,17 @@ TEST_F(PoolMode, TheCompiledSnapshotFollowsEveryEditAndADamagedOneIsIgnored) {
     auto fourth = run_plugin(env("ADD", "c4"), cfg.dump());
     EXPECT_EQ(addresses(fourth), std::vector<std::string>{"10.40.0.12/24"}) << fourth.out;
     EXPECT_NE(read_file(snap).substr(4, 8), " garbage") << "rewritten";
+    // A file added beside the others (a snapshot's check stats the directory, never lists it).
+    ::sleep(3);
+    ASSERT_EQ(run_plugin(env("ADD", "c5"), cfg.dump()).exit_code, 0);
+    write_pools("extra.yaml", R"(apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: extra}
+spec: {subnet: 10.44.0.0/24, ips: ["10.44.0.7"]}
+)");
+    const json extra = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"extra\"]}"})");
+    auto sixth = run_plugin(env("ADD", "c6"), extra.dump());
+    EXPECT_EQ(addresses(sixth), std::vector<std::string>{"10.44.0.7/24"}) << sixth.out;
 }
 
 TEST_F(PoolMode, ShmipamctlExplainsASelectionAndListsPoolStates) {

@@ -1,5 +1,4 @@
 // What shmipamctl's verbs share: finding and opening networks, and saying what cannot be read.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +6,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "base/directory.h"
 #include "tools/render/json.h"
 #include "tools/render/released.h"
 #include "tools/verbs/verbs.h"
@@ -60,32 +60,27 @@ Expected<std::unique_ptr<engine::NetworkStore>> open_network(const Options& o, s
     return engine::NetworkStore::open_existing(dir, a);
 }
 
-std::vector<std::string> networks_under(const std::string& run_dir, std::string* error) {
+std::vector<std::string> networks_under(const std::string& run_dir, std::string* error_out) {
     std::vector<std::string> out;
-    DIR* d = ::opendir(run_dir.c_str());
-    if (d == nullptr) {
-        *error = "cannot read " + run_dir + ": " + std::strerror(errno);
-        return out;
-    }
-    while (dirent* ent = ::readdir(d)) {
-        const std::string n = ent->d_name;
-        if (!valid_network_name(n)) continue;
+    const int error = base::for_each_entry(run_dir, [&](std::string_view name) {
+        const std::string n(name);
+        if (!valid_network_name(n)) return;
         if (::access((run_dir + "/" + n + "/" + shm::IndexFile::kFileName).c_str(), F_OK) == 0) {
             out.push_back(n);
         }
+    });
+    if (error != 0) {
+        *error_out = "cannot read " + run_dir + ": " + std::strerror(error);
+        return out;
     }
-    ::closedir(d);
     // Pool mode's states, as pool/<name> and subnet/<name>.
-    if (DIR* p = ::opendir((run_dir + "/_pools").c_str())) {
-        while (dirent* ent = ::readdir(p)) {
-            const std::string n = ent->d_name;
-            const std::string index = run_dir + "/_pools/" + n + "/" + shm::IndexFile::kFileName;
-            if (::access(index.c_str(), F_OK) != 0) continue;
-            if (n.rfind("ippool_", 0) == 0) out.push_back("pool/" + n.substr(7));
-            if (n.rfind("subnet_", 0) == 0) out.push_back("subnet/" + n.substr(7));
-        }
-        ::closedir(p);
-    }
+    base::for_each_entry(run_dir + "/_pools", [&](std::string_view name) {
+        const std::string n(name);
+        const std::string index = run_dir + "/_pools/" + n + "/" + shm::IndexFile::kFileName;
+        if (::access(index.c_str(), F_OK) != 0) return;
+        if (n.starts_with("ippool_")) out.push_back("pool/" + n.substr(7));
+        if (n.starts_with("subnet_")) out.push_back("subnet/" + n.substr(7));
+    });
     std::sort(out.begin(), out.end());
     return out;
 }
