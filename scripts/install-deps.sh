@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
     g++ cmake ninja-build pkg-config
+    lld                   # links the plugin with its functions in plugin/plugin.order (exec speed)
     libboost-dev          # Boost.Interprocess: file_mapping / mapped_region (header-only)
     liburing-dev          # io_uring durability backend
     libjemalloc-dev       # allocator for shmipamctl and benchmarks (never the plugin)
