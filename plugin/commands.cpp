@@ -164,11 +164,12 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
     auto store = engine::open_network(nc->network);
     if (!store) return fail(v, store.error());
     Invocation inv = answer(*env, *nc, v, **store, *requested, *args, dns);
+    std::shared_ptr<engine::NetworkStore> kept(std::move(*store));
     // An append of ours reached a segment's compaction check: compact once the answer is out.
-    if ((*store)->compaction_due()) {
-        std::shared_ptr<engine::NetworkStore> kept(std::move(*store));
+    if (kept->compaction_due()) {
         inv.after_answer = [kept] { engine::compact_journal_if_due(*kept); };
     }
+    inv.keep_until_exit.push_back(std::move(kept));
     return inv;
 }
 

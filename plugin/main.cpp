@@ -3,5 +3,5 @@
 #include "plugin/process.h"
 
 int main() {
-    return shmipam::cni::serve_invocation();
+    shmipam::cni::serve_invocation();
 }

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 
 #include "engine/addr/fingerprint.h"
@@ -17,10 +16,11 @@ namespace shmipam::cni {
 namespace {
 
 std::string snapshot_path(const NetConf& nc) {
-    const uint64_t h = engine::fingerprint(nc.pool_mode->pools_dir, "").fp1;
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-    return nc.network.run_dir + "/_pools/catalog-" + hex;
+    uint64_t h = engine::fingerprint(nc.pool_mode->pools_dir, "").fp1;
+    std::string path = nc.network.run_dir + "/_pools/catalog-0123456789abcdef";
+    for (size_t i = path.size(); i-- > path.size() - 16; h >>= 4)
+        path[i] = "0123456789abcdef"[h & 15];
+    return path;
 }
 
 // The snapshot's bytes, mapped read-only: one page fault maps the pages (the kernel maps the

@@ -35,9 +35,10 @@ Expected<OpenState> open_state(std::string name, std::unique_ptr<engine::Network
 // Opens every pool state of this node (read or released whatever the pools directory says now)
 // into `opened`; one that cannot be opened is skipped and the first such error returned.
 std::optional<Error> open_every_state(const NetConf& nc, const pools::Catalog& catalog,
-                                      std::vector<OpenState>& opened) {
+                                      std::vector<OpenState>& opened,
+                                      const std::vector<std::string>& likely = {}) {
     std::optional<Error> first_error;
-    for (const std::string& name : pool_states(nc)) {
+    for (const std::string& name : pool_states(nc, likely)) {
         auto st = open_state(name, reading_config(nc, name, catalog));
         if (st) {
             opened.push_back(std::move(*st));
@@ -58,8 +59,9 @@ struct Held {
 // `opened` keeps the stores (and the configs the addresses point into) alive.
 Expected<std::vector<Held>> find_held(const NetConf& nc, const pools::Catalog& catalog,
                                       const engine::AttachmentKey& key,
-                                      std::vector<OpenState>& opened) {
-    if (auto e = open_every_state(nc, catalog, opened)) return *e;
+                                      std::vector<OpenState>& opened,
+                                      const std::vector<std::string>& likely = {}) {
+    if (auto e = open_every_state(nc, catalog, opened, likely)) return *e;
     std::vector<Held> out;
     for (OpenState& s : opened) {
         engine::Allocator alloc(*s.store, *s.cfg);
@@ -123,17 +125,20 @@ pools::PodFacts facts_of(const CniEnv& env, const NetConf& nc, const CniArgs& ar
 }
 
 // Runs journal compaction for every store that came due, after the answer.
-void keep_for_compaction(Invocation& inv, std::vector<OpenState>& opened) {
-    std::vector<std::shared_ptr<OpenState>> due;
-    for (auto& s : opened) {
-        if (s.store && s.store->compaction_due()) {
-            due.push_back(std::make_shared<OpenState>(std::move(s)));
-        }
+// The opened states go with the answer, kept until the process exits (Invocation::
+// keep_until_exit); one whose append reached a compaction check is compacted after the answer.
+void keep_states(Invocation& inv, std::vector<OpenState>& opened) {
+    auto kept = std::make_shared<std::vector<OpenState>>(std::move(opened));
+    bool due = false;
+    for (const OpenState& s : *kept) due = due || (s.store && s.store->compaction_due());
+    if (due) {
+        inv.after_answer = [kept] {
+            for (const OpenState& s : *kept) {
+                if (s.store && s.store->compaction_due()) engine::compact_journal_if_due(*s.store);
+            }
+        };
     }
-    if (due.empty()) return;
-    inv.after_answer = [due] {
-        for (const auto& s : due) engine::compact_journal_if_due(*s->store);
-    };
+    inv.keep_until_exit.push_back(std::move(kept));
 }
 
 // One ADD's claims across the families of a selection: the stores it opened, what it holds, how
@@ -226,7 +231,11 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
 
     // A repeated ADD answers what the attachment holds, wherever it is (even in a pool since
     // edited out of the rules).
-    auto held = find_held(nc, catalog, key, opened);
+    std::vector<std::string> candidates;
+    for (const pools::FamilyPlan& fam : sel.families) {
+        for (const pools::Candidate& c : fam.order) candidates.push_back(state_name(c));
+    }
+    auto held = find_held(nc, catalog, key, opened, candidates);
     if (!held) return fail(v, held.error());
     if (!held->empty()) {
         std::vector<Answered> addrs;
@@ -235,7 +244,7 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
         }
         Invocation inv = succeed(
             pool_result(v, nc, catalog, addrs, sel.clean_gateway, sel.annotation_routes, dns));
-        keep_for_compaction(inv, opened);
+        keep_states(inv, opened);
         return inv;
     }
     if (sel.error) {
@@ -262,7 +271,7 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
     }
     Invocation inv = succeed(
         pool_result(v, nc, catalog, claim.answered, sel.clean_gateway, sel.annotation_routes, dns));
-    keep_for_compaction(inv, opened);
+    keep_states(inv, opened);
     return inv;
 }
 
@@ -286,7 +295,7 @@ Invocation pool_release(const CniEnv& env, const NetConf& nc, const std::string&
     // Every state was tried: one that failed is retried by the runtime, the others are done.
     if (first_error) return fail(v, *first_error);
     Invocation inv;
-    keep_for_compaction(inv, opened);
+    keep_states(inv, opened);
     return inv;
 }
 
@@ -339,28 +348,25 @@ Invocation pool_check(const CniEnv& env, const NetConf& nc, const std::string& v
     return Invocation{};
 }
 
-}  // namespace
-
-Invocation run_pool_command(const CniEnv& env, const NetConf& nc, const std::string& v,
-                            const std::vector<IpAddress>& requested, const CniArgs& args,
-                            const json& dns) {
-    auto catalog = load_catalog(nc);
-    if (!catalog) return fail(v, catalog.error());
+// The command over the pools catalog.
+Invocation pool_command(const CniEnv& env, const NetConf& nc, const std::string& v,
+                        const std::vector<IpAddress>& requested, const CniArgs& args,
+                        const json& dns, const pools::Catalog& catalog) {
     switch (env.command) {
         case Command::kAdd:
-            return pool_add(env, nc, v, requested, args, dns, **catalog);
+            return pool_add(env, nc, v, requested, args, dns, catalog);
         case Command::kDel:
-            return pool_release(env, nc, v, **catalog);
+            return pool_release(env, nc, v, catalog);
         case Command::kGc:
             if (!nc.valid_attachments) {
                 return fail(v, make_error(Code::kInvalidConfig,
                                           "GC needs \"cni.dev/valid-attachments\" in the config"));
             }
-            return pool_release(env, nc, v, **catalog);
+            return pool_release(env, nc, v, catalog);
         case Command::kCheck:
-            return pool_check(env, nc, v, **catalog);
+            return pool_check(env, nc, v, catalog);
         case Command::kStatus:
-            if ((*catalog)->pool_summaries().empty() && (*catalog)->subnets().empty()) {
+            if (catalog.pool_summaries().empty() && catalog.subnets().empty()) {
                 return fail(v, make_error(Code::kUnavailable,
                                           "poolsDir " + nc.pool_mode->pools_dir +
                                               " holds no usable SpiderIPPool or SpiderSubnet"));
@@ -370,6 +376,18 @@ Invocation run_pool_command(const CniEnv& env, const NetConf& nc, const std::str
             break;
     }
     return Invocation{};
+}
+
+}  // namespace
+
+Invocation run_pool_command(const CniEnv& env, const NetConf& nc, const std::string& v,
+                            const std::vector<IpAddress>& requested, const CniArgs& args,
+                            const json& dns) {
+    auto catalog = load_catalog(nc);
+    if (!catalog) return fail(v, catalog.error());
+    Invocation inv = pool_command(env, nc, v, requested, args, dns, **catalog);
+    inv.keep_until_exit.push_back(std::move(*catalog));
+    return inv;
 }
 
 }  // namespace shmipam::cni

@@ -1,5 +1,7 @@
 #include "plugin/pool_state.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -64,9 +66,22 @@ std::string state_name(const pools::Candidate& c) {
     return (c.pool != nullptr ? kPoolPrefix : kSubnetPrefix) + c.name;
 }
 
-std::vector<std::string> pool_states(const NetConf& nc) {
+std::vector<std::string> pool_states(const NetConf& nc, const std::vector<std::string>& likely) {
     std::vector<std::string> out;
     const std::string dir = nc.network.data_dir + kPoolsDir;
+    struct stat st {};
+    if (!likely.empty() && ::stat(dir.c_str(), &st) == 0) {
+        for (const std::string& name : likely) {
+            struct stat sub {};
+            if (::stat((dir + "/" + name).c_str(), &sub) == 0 && S_ISDIR(sub.st_mode)) {
+                out.push_back(name);
+            }
+        }
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        if (!out.empty() && st.st_nlink == 2 + out.size()) return out;
+        out.clear();
+    }
     base::for_each_entry(dir, [&](std::string_view name) {
         if (name.starts_with(kPoolPrefix) || name.starts_with(kSubnetPrefix))
             out.emplace_back(name);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 
@@ -45,7 +46,7 @@ std::optional<std::string> env(const char* name) {
 
 }  // namespace
 
-int serve_invocation(const ProcessHooks& hooks) {
+void serve_invocation(const ProcessHooks& hooks) {
     const std::string command = env("CNI_COMMAND").value_or("");
     // VERSION needs no stdin: do not wait for one that may never close.
     const std::string input = command == "VERSION" ? std::string() : read_all_stdin();
@@ -56,7 +57,10 @@ int serve_invocation(const ProcessHooks& hooks) {
     if (!inv.log_line.empty()) write_all(STDERR_FILENO, inv.log_line + "\n");
     write_all(STDOUT_FILENO, inv.stdout_text);
     if (inv.after_answer) inv.after_answer();
-    return inv.exit_code;
+    // Every lease is released and every record written by now (the operations did both before
+    // returning): what is left is unmapping, closing and freeing, which exit does at once.
+    std::fflush(nullptr);
+    ::_exit(inv.exit_code);
 }
 
 }  // namespace shmipam::cni

@@ -1,6 +1,6 @@
 // One CNI invocation as a process: reads CNI_COMMAND and the rest of the environment and stdin,
 // runs it (plugin/commands.h), logs to stderr, prints the answer on stdout, then runs what comes
-// after the answer, and returns the exit status. plugin/main.cpp is this and nothing else; the
+// after the answer, and exits with the status. plugin/main.cpp is this and nothing else; the
 // crash tests' plugin (tests/support/plugin_under_test_main.cpp) is this with its instruments.
 #pragma once
 
@@ -15,6 +15,8 @@ struct ProcessHooks {
     std::function<void(const std::string&command, const std::string&container_id)> began, answering;
 };
 
-int serve_invocation(const ProcessHooks& hooks = {});
+// Exits the process with the invocation's status once its answer is written and its upkeep
+// done, leaving what it mapped and allocated to the kernel (Invocation::keep_until_exit).
+[[noreturn]] void serve_invocation(const ProcessHooks& hooks = {});
 
 }  // namespace shmipam::cni

@@ -88,6 +88,18 @@ void Catalog::summarize() {
     for (const IpPool& p : pools_) summaries_.push_back({p.name, p.family, p.is_default});
 }
 
+const std::vector<PoolSummary>& Catalog::pool_summaries() const {
+    if (!summarized_) {
+        summaries_.reserve(table_count_);
+        for_each_pool_record(table_, blobs_, table_count_, [&](const PoolRecord& r) {
+            summaries_.push_back({r.name, r.family, r.is_default});
+            return true;
+        });
+        summarized_ = true;
+    }
+    return summaries_;
+}
+
 const IpPool* Catalog::pool(const std::string& name) const {
     if (all_decoded_) {
         auto it =
@@ -96,12 +108,14 @@ const IpPool* Catalog::pool(const std::string& name) const {
         return it != pools_.end() && it->name == name ? &*it : nullptr;
     }
     if (auto d = decoded_.find(name); d != decoded_.end()) return &d->second;
-    auto it =
-        std::lower_bound(summaries_.begin(), summaries_.end(), name,
-                         [](const PoolSummary& p, const std::string& n) { return p.name < n; });
-    if (it == summaries_.end() || it->name != name) return nullptr;
-    const Blob& blob = pool_blobs_[size_t(it - summaries_.begin())];
-    auto p = decode_pool(blob.bytes, blob.checksum);
+    // A walk of the table in the snapshot: a few instructions a record, no allocation.
+    std::optional<PoolRecord> found;
+    for_each_pool_record(table_, blobs_, table_count_, [&](const PoolRecord& r) {
+        if (r.name == name) found = r;
+        return !found && r.name < name;  // sorted by name
+    });
+    if (!found) return nullptr;
+    auto p = decode_pool(found->blob, found->checksum);
     if (!p) {
         withdrawn_[name] =
             "the compiled pools snapshot is damaged: remove <runDir>/_pools/catalog-* (it is "
@@ -114,10 +128,11 @@ const IpPool* Catalog::pool(const std::string& name) const {
 const std::vector<IpPool>& Catalog::pools() const {
     if (!all_decoded_) {
         pools_.clear();
-        pools_.reserve(pool_blobs_.size());
-        for (const Blob& blob : pool_blobs_) {
-            if (auto p = decode_pool(blob.bytes, blob.checksum)) pools_.push_back(std::move(*p));
-        }
+        pools_.reserve(table_count_);
+        for_each_pool_record(table_, blobs_, table_count_, [&](const PoolRecord& r) {
+            if (auto p = decode_pool(r.blob, r.checksum)) pools_.push_back(std::move(*p));
+            return true;
+        });
         all_decoded_ = true;  // decoded_ stays: pointers pool() gave out remain valid
     }
     return pools_;

@@ -41,7 +41,7 @@ class Catalog {
     // Every pool by name, decoded (a snapshot-backed catalog decodes them all on the first call:
     // for the rare paths; the selection uses pool_summaries() and pool()). Not thread-safe.
     const std::vector<IpPool>& pools() const;
-    const std::vector<PoolSummary>& pool_summaries() const { return summaries_; }
+    const std::vector<PoolSummary>& pool_summaries() const;
     const std::vector<Subnet>& subnets() const { return subnets_; }
     const std::vector<Problem>& problems() const { return problems_; }
 
@@ -64,14 +64,13 @@ class Catalog {
     void summarize();
 
     mutable std::vector<IpPool> pools_;
-    std::vector<PoolSummary> summaries_;
-    // Snapshot-backed: each pool's encoded bytes (parallel to summaries_), decoded on demand.
+    mutable std::vector<PoolSummary> summaries_;
+    // Snapshot-backed: the pools' table and blobs as they are in the snapshot (catalog_codec.h),
+    // read on demand: summaries_ is built from the table when first asked for.
     std::shared_ptr<const void> backing_;  // keeps the bytes the views point into
-    struct Blob {
-        std::string_view bytes;
-        uint64_t checksum = 0;
-    };
-    std::vector<Blob> pool_blobs_;
+    std::string_view table_, blobs_;
+    uint32_t table_count_ = 0;
+    mutable bool summarized_ = true;
     mutable std::map<std::string, IpPool, std::less<>> decoded_;
     mutable bool all_decoded_ = true;
     std::vector<Subnet> subnets_;

@@ -1,5 +1,6 @@
 #include "pools/catalog_codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace shmipam::pools {
@@ -12,6 +13,8 @@ using engine::u128;
 namespace {
 
 constexpr char kMagic[8] = {'S', 'H', 'M', 'P', 'C', 'A', 'T', '4'};
+// A table record: name (u32 size + at least one byte), family, default, blob size, checksum.
+constexpr size_t kTableRecordMinBytes = 4 + 1 + 1 + 1 + 4 + 8;
 
 // A checksum for a cache file (not a defence against an adversary): 8 bytes a step, so that
 // checking a snapshot costs a few instructions per word (byte-wise FNV over 16 KiB cost an ADD
@@ -348,6 +351,24 @@ std::string encode_catalog(const Catalog& c) {
     return out;
 }
 
+void for_each_pool_record(std::string_view table, std::string_view blobs, uint32_t count,
+                          base::FunctionRef<bool(const PoolRecord&)> visit) {
+    Reader r(table);
+    size_t blob_at = 0;
+    for (uint32_t i = 0; i < count && !r.bad; ++i) {
+        PoolRecord rec;
+        rec.name = r.view(r.u32());
+        rec.family = r.family();
+        rec.is_default = r.u8() != 0;
+        const uint32_t blob_size = r.u32();
+        rec.checksum = r.u64();
+        if (r.bad || blob_size > blobs.size() - blob_at) return;  // checked at decode: never
+        rec.blob = blobs.substr(blob_at, blob_size);
+        blob_at += blob_size;
+        if (!visit(rec)) return;
+    }
+}
+
 std::optional<Catalog> decode_catalog(std::string_view bytes, std::shared_ptr<const void> backing) {
     if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
         return std::nullopt;
@@ -361,27 +382,31 @@ std::optional<Catalog> decode_catalog(std::string_view bytes, std::shared_ptr<co
     Catalog c;
     c.backing_ = std::move(backing);
     c.all_decoded_ = false;
-    const uint32_t pool_count = r.count(10);
-    std::vector<std::pair<uint32_t, uint64_t>> blob_sizes;  // size, checksum
-    blob_sizes.reserve(pool_count);
-    c.summaries_.reserve(pool_count);
+    c.summarized_ = false;
+    // The pools' table is checked here (bounds, order) and kept as it is in the snapshot: a
+    // call reads only the records it needs, and nothing of it lands on the heap.
+    const uint32_t pool_count = r.count(kTableRecordMinBytes);
+    const size_t table_start = r.position();
+    uint64_t blobs_size = 0;
+    std::string_view previous;
     for (uint32_t i = 0; i < pool_count && !r.bad; ++i) {
-        PoolSummary s;
-        s.name = r.view(r.u32());
-        s.family = r.family();
-        s.is_default = r.u8() != 0;
-        const uint32_t blob_size = r.u32();
-        blob_sizes.emplace_back(blob_size, r.u64());
-        if (i > 0 && !(c.summaries_.back().name < s.name)) r.bad = true;  // sorted, unique
-        c.summaries_.push_back(s);
+        const std::string_view name = r.view(r.u32());
+        r.family();
+        r.u8();
+        blobs_size += r.u32();
+        r.u64();
+        if (i > 0 && !(previous < name)) r.bad = true;  // sorted, unique
+        previous = name;
     }
     const size_t blobs_start = r.position();
-    c.pool_blobs_.reserve(pool_count);
-    for (auto [n, hash] : blob_sizes) c.pool_blobs_.push_back({r.view(n), hash});
+    const std::string_view blobs = r.view(size_t(std::min<uint64_t>(blobs_size, payload.size())));
     const size_t blobs_end = r.position();
     if (r.bad || hash64(payload.substr(blobs_end), hash64(payload.substr(0, blobs_start))) != sum) {
         return std::nullopt;
     }
+    c.table_ = payload.substr(table_start, blobs_start - table_start);
+    c.table_count_ = pool_count;
+    c.blobs_ = blobs;
     for (uint32_t i = 0, n = r.count(16); i < n && !r.bad; ++i) {
         Subnet s;
         r.address(s);

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/function_ref.h"
 #include "pools/catalog.h"
 
 namespace shmipam::pools {
@@ -21,6 +22,18 @@ std::string encode_catalog(const Catalog& catalog);
 // The catalog's pools stay encoded in `bytes` until asked for; `backing` keeps them alive (the
 // mapping or string they are in).
 std::optional<Catalog> decode_catalog(std::string_view bytes, std::shared_ptr<const void> backing);
+// A record of a decoded snapshot's pools table (Catalog keeps the table as it is in the
+// snapshot), with the pool's blob.
+struct PoolRecord {
+    std::string_view name;
+    engine::Family family = engine::Family::kV4;
+    bool is_default = false;
+    std::string_view blob;
+    uint64_t checksum = 0;
+};
+// Visits the records of a table decode_catalog accepted, in name order, while `visit` says so.
+void for_each_pool_record(std::string_view table, std::string_view blobs, uint32_t count,
+                          base::FunctionRef<bool(const PoolRecord&)> visit);
 // One pool's blob, checked against its checksum first.
 std::optional<IpPool> decode_pool(std::string_view blob, uint64_t checksum);
 

@@ -156,6 +156,21 @@ TEST_F(PoolMode, ARepeatedAddAnswersWhatTheAttachmentHoldsEvenAfterItsPoolIsDisa
     verify("ippool_small");
 }
 
+TEST_F(PoolMode, ARepeatedAddFindsItsAddressOutsideItsCandidatesWhenTheirStatesExist) {
+    // An ADD lists the pool states only when its candidates' states are not all there are
+    // (pool_states, `likely`): here `big`'s state exists and `small`'s holds the attachment.
+    const json in_small =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+    const json in_big = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"big\"]}"})");
+    auto first = run_plugin(env("ADD", "c1"), in_small.dump());
+    ASSERT_EQ(addresses(first), std::vector<std::string>{"10.40.0.10/24"}) << first.out;
+    ASSERT_EQ(run_plugin(env("ADD", "c2"), in_big.dump()).exit_code, 0);
+    auto again = run_plugin(env("ADD", "c1"), in_big.dump());
+    EXPECT_EQ(addresses(again), addresses(first)) << again.out;
+    auto dump = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "dump", "ippool_big", "--json"});
+    EXPECT_EQ(dump.json()["allocations"].size(), 1u) << "c1 took nothing from big: " << dump.out;
+}
+
 TEST_F(PoolMode, DelReleasesFromAPoolWhoseFileWasDeleted) {
     write_pools("extra.yaml", R"(apiVersion: spiderpool.spidernet.io/v2beta1
 kind: SpiderIPPool

@@ -33,7 +33,7 @@ void arm_fault_points_from_env() {
 int main() {
     arm_fault_points_from_env();
     const char* trace = std::getenv("SHMIPAM_STORAGE_TRACE");
-    if (trace == nullptr || *trace == '\0') return shmipam::cni::serve_invocation();
+    if (trace == nullptr || *trace == '\0') shmipam::cni::serve_invocation();
     shmipam::testing::TracingFileSystem tracing(trace);
     shmipam::shm::install_file_system(&tracing);
     shmipam::cni::ProcessHooks hooks;
@@ -41,7 +41,6 @@ int main() {
     hooks.answering = [&](const std::string& cmd, const std::string& id) {
         tracing.answering(cmd, id);
     };
-    const int rc = shmipam::cni::serve_invocation(hooks);
-    shmipam::shm::install_file_system(nullptr);
-    return rc;
+    // Exits: the trace's lines are written as they happen (one write each).
+    shmipam::cni::serve_invocation(hooks);
 }
