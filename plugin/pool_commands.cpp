@@ -124,7 +124,6 @@ pools::PodFacts facts_of(const CniEnv& env, const NetConf& nc, const CniArgs& ar
     return f;
 }
 
-// Runs journal compaction for every store that came due, after the answer.
 // The opened states go with the answer, kept until the process exits (Invocation::
 // keep_until_exit); one whose append reached a compaction check is compacted after the answer.
 void keep_states(Invocation& inv, std::vector<OpenState>& opened) {

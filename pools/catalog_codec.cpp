@@ -12,7 +12,7 @@ using engine::u128;
 
 namespace {
 
-constexpr char kMagic[8] = {'S', 'H', 'M', 'P', 'C', 'A', 'T', '4'};
+constexpr char kMagic[8] = {'S', 'H', 'M', 'P', 'C', 'A', 'T', '5'};
 // A table record: name (u32 size + at least one byte), family, default, blob size, checksum.
 constexpr size_t kTableRecordMinBytes = 4 + 1 + 1 + 1 + 4 + 8;
 
@@ -301,14 +301,20 @@ std::string encode_catalog(const Catalog& c) {
         encode_pool(b, p);
         blobs.push_back(std::move(b.bytes()));
     }
-    w.u32(uint32_t(all.size()));
+    Writer table;
+    uint64_t blobs_bytes = 0;
     for (size_t i = 0; i < all.size(); ++i) {
-        w.str(all[i].name);
-        w.u8(uint8_t(all[i].family));
-        w.u8(all[i].is_default);
-        w.u32(uint32_t(blobs[i].size()));
-        w.u64(hash64(blobs[i]));
+        table.str(all[i].name);
+        table.u8(uint8_t(all[i].family));
+        table.u8(all[i].is_default);
+        table.u32(uint32_t(blobs[i].size()));
+        table.u64(hash64(blobs[i]));
+        blobs_bytes += blobs[i].size();
     }
+    w.u32(uint32_t(all.size()));
+    w.u32(uint32_t(table.bytes().size()));
+    w.u64(blobs_bytes);
+    w.bytes() += table.bytes();
     const size_t blobs_start = w.bytes().size();
     for (const auto& b : blobs) w.bytes() += b;
     const size_t blobs_end = w.bytes().size();
@@ -383,28 +389,22 @@ std::optional<Catalog> decode_catalog(std::string_view bytes, std::shared_ptr<co
     c.backing_ = std::move(backing);
     c.all_decoded_ = false;
     c.summarized_ = false;
-    // The pools' table is checked here (bounds, order) and kept as it is in the snapshot: a
-    // call reads only the records it needs, and nothing of it lands on the heap.
-    const uint32_t pool_count = r.count(kTableRecordMinBytes);
-    const size_t table_start = r.position();
-    uint64_t blobs_size = 0;
-    std::string_view previous;
-    for (uint32_t i = 0; i < pool_count && !r.bad; ++i) {
-        const std::string_view name = r.view(r.u32());
-        r.family();
-        r.u8();
-        blobs_size += r.u32();
-        r.u64();
-        if (i > 0 && !(previous < name)) r.bad = true;  // sorted, unique
-        previous = name;
-    }
+    // The pools' table and blobs are kept as they are in the snapshot, not walked: a call reads
+    // only the records it needs (for_each_pool_record checks each record's bounds), and nothing
+    // of them lands on the heap. The checksum below covers the table.
+    const uint32_t pool_count = r.u32();
+    const uint32_t table_bytes = r.u32();
+    const uint64_t blobs_bytes = r.u64();
+    if (uint64_t(pool_count) * kTableRecordMinBytes > table_bytes) r.bad = true;
+    const std::string_view table = r.view(table_bytes);
     const size_t blobs_start = r.position();
-    const std::string_view blobs = r.view(size_t(std::min<uint64_t>(blobs_size, payload.size())));
+    const std::string_view blobs = r.view(size_t(std::min<uint64_t>(blobs_bytes, payload.size())));
+    if (blobs.size() != blobs_bytes) r.bad = true;
     const size_t blobs_end = r.position();
     if (r.bad || hash64(payload.substr(blobs_end), hash64(payload.substr(0, blobs_start))) != sum) {
         return std::nullopt;
     }
-    c.table_ = payload.substr(table_start, blobs_start - table_start);
+    c.table_ = table;
     c.table_count_ = pool_count;
     c.blobs_ = blobs;
     for (uint32_t i = 0, n = r.count(16); i < n && !r.bad; ++i) {

@@ -1,11 +1,13 @@
 // A catalog as bytes and back, for the compiled snapshot of a pools directory (parsing YAML on
 // every exec would cost an ADD milliseconds at a hundred pools; docs/pools.md, "Speed").
-//   magic "SHMPCAT4" | u64 payload size | u64 checksum of the payload but the blobs | payload
-// The payload: the pools first, as a table (name, family, default, blob size, blob checksum)
-// followed by each pool's blob, so that a reader touches only the table and the pools it asks for;
-// then every other field of the catalog in declaration order. Integers little-endian, strings and
-// lists as a u32 count then their items. A snapshot that does not decode (another version,
-// truncated, corrupt) is ignored and rebuilt: it is a cache, never the truth.
+//   magic "SHMPCAT5" | u64 payload size | u64 checksum of the payload but the blobs | payload
+// The payload: u32 pool count, u32 table size, u64 blobs size; the pools' table (per pool: name,
+// family, default, blob size, blob checksum, sorted by name) and each pool's blob, so that a
+// reader finds the table and the blobs without walking them and touches only the records and
+// the pools it asks for; then every other field of the catalog in declaration order. Integers
+// little-endian, strings and lists as a u32 count then their items. A snapshot that does not
+// decode (another version, truncated, corrupt) is ignored and rebuilt: it is a cache, never the
+// truth.
 #pragma once
 
 #include <memory>

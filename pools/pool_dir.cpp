@@ -175,20 +175,18 @@ Expected<std::vector<std::string>> file_names(const std::string& dir) {
     return names;
 }
 
-}  // namespace
-
-namespace {
-
-// A file's or the directory's identity and times: "size inode mtime ctime" (nanoseconds).
-// The newest of its two times goes to `newest` (for the racy rule).
-bool stat_fields(const std::string& path, std::string* out, int64_t* newest) {
+// A file's or the directory's identity and times, as kFieldsBytes raw bytes: size, inode,
+// mtime and ctime (nanoseconds), each 8. The newest of its two times goes to `newest` (for the
+// racy rule).
+constexpr size_t kFieldsBytes = 32;
+bool stat_fields(const std::string& path, char (&out)[kFieldsBytes], int64_t* newest) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return false;
-    const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-    const int64_t ctime = int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
-    *newest = std::max(mtime, ctime);
-    *out = std::to_string(st.st_size) + ' ' + std::to_string(st.st_ino) + ' ' +
-           std::to_string(mtime) + ' ' + std::to_string(ctime);
+    const int64_t f[4] = {int64_t(st.st_size), int64_t(st.st_ino),
+                          int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+                          int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+    std::memcpy(out, f, sizeof f);
+    *newest = std::max(f[2], f[3]);
     return true;
 }
 
@@ -197,9 +195,9 @@ bool stat_fields(const std::string& path, std::string* out, int64_t* newest) {
 Expected<std::string> directory_stamp(const std::string& dir, bool* racy) {
     // The directory's own times first: a file added, removed or renamed in or out changes them,
     // so that a stamp can later be checked without listing the directory (stamp_holds).
-    std::string fields;
+    char fields[kFieldsBytes];
     int64_t dir_newest = 0;
-    if (!stat_fields(dir, &fields, &dir_newest)) {
+    if (!stat_fields(dir, fields, &dir_newest)) {
         return make_error(Code::kInvalidConfig,
                           "poolsDir " + dir + " cannot be read: " + std::strerror(errno));
     }
@@ -209,41 +207,35 @@ Expected<std::string> directory_stamp(const std::string& dir, bool* racy) {
     ::clock_gettime(CLOCK_REALTIME, &now);
     const int64_t racy_after = int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec - 2'000'000'000;
     if (racy != nullptr && dir_newest > racy_after) *racy = true;
-    std::string stamp = dir + '\0' + fields + '\0';
+    // dir \0 its fields, then name \0 fields per file.
+    std::string stamp = dir + '\0';
+    stamp.append(fields, kFieldsBytes);
     for (const auto& name : *names) {
         int64_t newest = 0;
-        if (!stat_fields(dir + "/" + name, &fields, &newest)) continue;  // gone: not read either
+        if (!stat_fields(dir + "/" + name, fields, &newest)) continue;  // gone: not read either
         if (racy != nullptr && newest > racy_after) *racy = true;
-        stamp += name + '\0' + fields + '\0';
+        stamp += name + '\0';
+        stamp.append(fields, kFieldsBytes);
     }
     return stamp;
 }
 
 bool stamp_holds(const std::string& dir, std::string_view stamp) {
-    // dir \0 its fields \0, then name \0 fields \0 per file.
-    auto next = [&stamp]() -> std::optional<std::string_view> {
-        const size_t end = stamp.find('\0');
-        if (end == std::string_view::npos) return std::nullopt;
-        const std::string_view field = stamp.substr(0, end);
-        stamp.remove_prefix(end + 1);
-        return field;
-    };
-    const auto recorded_dir = next();
-    const auto dir_fields = next();
-    std::string fields;
+    // A name up to its NUL, then its fields: false when the stamp ends early or they differ.
+    char fields[kFieldsBytes];
     int64_t newest = 0;
-    if (!recorded_dir || *recorded_dir != dir || !dir_fields ||
-        !stat_fields(dir, &fields, &newest) || fields != *dir_fields) {
-        return false;
-    }
+    auto holds = [&](std::string_view& rest, const std::string& path_prefix) {
+        const size_t end = rest.find('\0');
+        if (end == std::string_view::npos || rest.size() - end - 1 < kFieldsBytes) return false;
+        const std::string path = path_prefix + std::string(rest.substr(0, end));
+        const std::string_view recorded = rest.substr(end + 1, kFieldsBytes);
+        rest.remove_prefix(end + 1 + kFieldsBytes);
+        return stat_fields(path, fields, &newest) &&
+               std::memcmp(fields, recorded.data(), kFieldsBytes) == 0;
+    };
+    if (stamp.substr(0, stamp.find('\0')) != dir || !holds(stamp, "")) return false;
     while (!stamp.empty()) {
-        const auto name = next();
-        const auto file_fields = next();
-        if (!name || !file_fields) return false;
-        if (!stat_fields(dir + "/" + std::string(*name), &fields, &newest) ||
-            fields != *file_fields) {
-            return false;
-        }
+        if (!holds(stamp, dir + "/")) return false;
     }
     return true;
 }
