@@ -27,25 +27,28 @@ std::string snapshot_path(const NetConf& nc) {
 // neighbours of a faulting page of a cached file too), where reading them into the heap faults
 // in every page it fills (35 µs more at 100 pools, measured per call phase). A snapshot is
 // replaced by rename, never written in place, so a mapping never changes under us.
+// The descriptor stays open with the mapping: the plugin keeps the catalog until it exits
+// (Invocation::keep_until_exit), so closing it would be one more system call for nothing.
 struct SnapshotBytes {
+    int fd = -1;
     void* addr = MAP_FAILED;
     size_t size = 0;
     ~SnapshotBytes() {
         if (addr != MAP_FAILED) ::munmap(addr, size);
+        if (fd >= 0) ::close(fd);
     }
     std::string_view bytes() const { return {static_cast<const char*>(addr), size}; }
 };
 
 std::shared_ptr<SnapshotBytes> map_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return nullptr;
     auto m = std::make_shared<SnapshotBytes>();
+    m->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (m->fd < 0) return nullptr;
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    if (::fstat(m->fd, &st) == 0 && st.st_size > 0) {
         m->size = size_t(st.st_size);
-        m->addr = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        m->addr = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, m->fd, 0);
     }
-    ::close(fd);
     return m->addr != MAP_FAILED ? m : nullptr;
 }
 
