@@ -1,7 +1,7 @@
 // Listing a directory's entries, for every layer. opendir(3) allocates a 32 KiB buffer on the
 // heap and adds an fstat: on an exec'd plugin, that is a fresh heap page or two faulted in and
 // one more kernel entry per listing, each of which costs here far more than the listing itself
-// (docs/benchmarks.md, "What an exec costs"). This reads the entries with getdents64 into a
+// (docs/performance.md, "What an exec costs here"). This reads the entries with getdents64 into a
 // buffer on the stack.
 #pragma once
 
