@@ -64,8 +64,7 @@ std::optional<pools::Catalog> from_snapshot(const std::string& path, const std::
     if (bytes.size() - sizeof n < n || !pools::stamp_holds(dir, bytes.substr(sizeof n, n))) {
         return std::nullopt;
     }
-    auto r = pools::decode_catalog(bytes.substr(sizeof n + n), m);
-    return r;
+    return pools::decode_catalog(bytes.substr(sizeof n + n), m);
 }
 
 // Written aside and renamed over: a reader sees the old snapshot or the new one, whole.

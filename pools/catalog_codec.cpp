@@ -368,7 +368,8 @@ void for_each_pool_record(std::string_view table, std::string_view blobs, uint32
         rec.is_default = r.u8() != 0;
         const uint32_t blob_size = r.u32();
         rec.checksum = r.u64();
-        if (r.bad || blob_size > blobs.size() - blob_at) return;  // checked at decode: never
+        // A record out of bounds (a table the checksum let through) ends the walk.
+        if (r.bad || blob_size > blobs.size() - blob_at) return;
         rec.blob = blobs.substr(blob_at, blob_size);
         blob_at += blob_size;
         if (!visit(rec)) return;

@@ -71,6 +71,13 @@ class PoolMode : public ::testing::Test {
     }
 };
 
+// A SpiderIPPool of one address, as a file's text.
+std::string one_address_pool(const std::string& name, const std::string& subnet,
+                             const std::string& ip) {
+    return "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\nmetadata: {name: " +
+           name + "}\nspec: {subnet: " + subnet + ", ips: [\"" + ip + "\"]}\n";
+}
+
 std::vector<std::string> addresses(const ProcessResult& r) {
     std::vector<std::string> out;
     const json doc = r.json();
@@ -172,11 +179,7 @@ TEST_F(PoolMode, ARepeatedAddFindsItsAddressOutsideItsCandidatesWhenTheirStatesE
 }
 
 TEST_F(PoolMode, DelReleasesFromAPoolWhoseFileWasDeleted) {
-    write_pools("extra.yaml", R"(apiVersion: spiderpool.spidernet.io/v2beta1
-kind: SpiderIPPool
-metadata: {name: temp}
-spec: {subnet: 10.42.0.0/24, ips: ["10.42.0.5"]}
-)");
+    write_pools("extra.yaml", one_address_pool("temp", "10.42.0.0/24", "10.42.0.5"));
     const json cfg = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"temp\"]}"})");
     ASSERT_EQ(run_plugin(env("ADD", "c1"), cfg.dump()).exit_code, 0);
     ASSERT_EQ(::unlink((dir.sub("pools") + "/extra.yaml").c_str()), 0);
@@ -415,11 +418,7 @@ TEST_F(PoolMode, TheCompiledSnapshotFollowsEveryEditAndADamagedOneIsIgnored) {
     // A file added beside the others (a snapshot's check stats the directory, never lists it).
     ::sleep(3);
     ASSERT_EQ(run_plugin(env("ADD", "c5"), cfg.dump()).exit_code, 0);
-    write_pools("extra.yaml", R"(apiVersion: spiderpool.spidernet.io/v2beta1
-kind: SpiderIPPool
-metadata: {name: extra}
-spec: {subnet: 10.44.0.0/24, ips: ["10.44.0.7"]}
-)");
+    write_pools("extra.yaml", one_address_pool("extra", "10.44.0.0/24", "10.44.0.7"));
     const json extra = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"extra\"]}"})");
     auto sixth = run_plugin(env("ADD", "c6"), extra.dump());
     EXPECT_EQ(addresses(sixth), std::vector<std::string>{"10.44.0.7/24"}) << sixth.out;
