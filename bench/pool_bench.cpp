@@ -1,6 +1,6 @@
 // Pool mode's cost per exec'd ADD: p50 latency and CPU per call with 1, 100 and 1,000 pool
 // objects in poolsDir, against ranges mode, measured in one run with the modes interleaved
-// round by round (this machine is noisy; compare ratios within a run). The pod's pool is
+// call by call (this machine is noisy; compare within a run). The pod's pool is
 // selected by the config's default_ipv4_ippool; the other pools are the cluster's, filtered out
 // by nodeName, as on a real node. Journal durability "none", so what differs is the mode.
 //   pool_bench --plugin build/release/shmipam [--calls 400] [--pools 1 100 1000] [--json F]
@@ -101,33 +101,42 @@ int main(int argc, char** argv) {
     }
     // The files' ctime is now (utimensat cannot set it): wait out the two-second racy window.
     ::sleep(3);
+    // Modes interleave call by call: the i-th ADD of every mode runs within milliseconds of the
+    // others, so drift on this noisy machine (seconds long) reaches every mode alike, and the
+    // i-th ADDs of two modes form a pair whose difference is the mode's own cost.
     const size_t per_round = std::max<size_t>(1, calls / rounds);
     size_t id = 0;
+    auto add = [&](Mode& m, const std::string& cfg, const std::string& cid) {
+        auto res = spawn_and_wait(plugin,
+                                  {{"CNI_COMMAND", "ADD"},
+                                   {"CNI_CONTAINERID", cid},
+                                   {"CNI_NETNS", "/x"},
+                                   {"CNI_IFNAME", "eth0"},
+                                   {"CNI_PATH", "/x"},
+                                   {"CNI_ARGS",
+                                    "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;"
+                                    "K8S_POD_NAME=p"}},
+                                  cfg);
+        if (res.exit_code != 0) {
+            std::fprintf(stderr, "%s: ADD failed: %s\n", m.name.c_str(), res.out.c_str());
+            std::exit(1);
+        }
+        m.add_us.push_back(res.micros);
+        m.add_cpu_us.push_back(res.cpu_micros);
+    };
+    std::vector<std::string> configs;
+    for (const auto& m : modes) configs.push_back(m.config.dump());
     for (size_t r = 0; r < rounds; ++r) {
-        // Each round starts with another mode: no mode always runs first (or last).
-        for (size_t k = 0; k < modes.size(); ++k) {
-            Mode& m = modes[(r + k) % modes.size()];
-            const std::string cfg = m.config.dump();
-            std::vector<std::string> ids;
-            for (size_t i = 0; i < per_round; ++i) {
-                ids.push_back("c" + std::to_string(id++));
-                auto res = spawn_and_wait(plugin,
-                                          {{"CNI_COMMAND", "ADD"},
-                                           {"CNI_CONTAINERID", ids.back()},
-                                           {"CNI_NETNS", "/x"},
-                                           {"CNI_IFNAME", "eth0"},
-                                           {"CNI_PATH", "/x"},
-                                           {"CNI_ARGS",
-                                            "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;"
-                                            "K8S_POD_NAME=p"}},
-                                          cfg);
-                if (res.exit_code != 0) {
-                    std::fprintf(stderr, "%s: ADD failed: %s\n", m.name.c_str(), res.out.c_str());
-                    return 1;
-                }
-                m.add_us.push_back(res.micros);
-                m.add_cpu_us.push_back(res.cpu_micros);
+        std::vector<std::string> ids;
+        for (size_t i = 0; i < per_round; ++i) {
+            ids.push_back("c" + std::to_string(id++));
+            // Each call starts with another mode: no mode always runs first (or last).
+            for (size_t k = 0; k < modes.size(); ++k) {
+                const size_t j = (i + r + k) % modes.size();
+                add(modes[j], configs[j], ids.back());
             }
+        }
+        for (size_t j = 0; j < modes.size(); ++j) {
             for (const auto& c : ids) {
                 spawn_and_wait(plugin,
                                {{"CNI_COMMAND", "DEL"},
@@ -135,23 +144,32 @@ int main(int argc, char** argv) {
                                 {"CNI_NETNS", "/x"},
                                 {"CNI_IFNAME", "eth0"},
                                 {"CNI_PATH", "/x"}},
-                               cfg);
+                               configs[j]);
             }
         }
     }
     json out = json::array();
-    std::printf("| mode | ADD p50 (ms) | ADD p90 (ms) | CPU per ADD (ms) | p50 vs ranges |\n");
-    std::printf("|---|---:|---:|---:|---:|\n");
+    std::printf(
+        "| mode | ADD p50 (ms) | ADD p90 (ms) | CPU per ADD (ms) | p50 vs ranges | median of "
+        "paired "
+        "differences |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|\n");
     const double ranges_p50 = percentiles(modes[0].add_us).p50;
     for (const auto& m : modes) {
         const auto p = percentiles(m.add_us);
         const auto c = percentiles(m.add_cpu_us);
-        std::printf("| %s | %.3f | %.3f | %.3f | %+.3f ms |\n", m.name.c_str(), p.p50 / 1000,
-                    p.p90 / 1000, c.mean / 1000, (p.p50 - ranges_p50) / 1000);
+        std::vector<double> paired;
+        for (size_t i = 0; i < m.add_us.size(); ++i)
+            paired.push_back(m.add_us[i] - modes[0].add_us[i]);
+        const double paired_p50 = percentiles(paired).p50;
+        std::printf("| %s | %.3f | %.3f | %.3f | %+.3f ms | %+.3f ms |\n", m.name.c_str(),
+                    p.p50 / 1000, p.p90 / 1000, c.mean / 1000, (p.p50 - ranges_p50) / 1000,
+                    paired_p50 / 1000);
         out.push_back({{"mode", m.name},
                        {"add_p50_us", p.p50},
                        {"add_p90_us", p.p90},
                        {"cpu_mean_us", c.mean},
+                       {"paired_difference_p50_us", paired_p50},
                        {"samples", m.add_us.size()}});
     }
     if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";

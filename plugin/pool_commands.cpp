@@ -100,9 +100,12 @@ json pool_result(const std::string& version, const NetConf& nc, const pools::Cat
         routes.push_back(std::move(r));
     };
     for (const auto& a : addrs) {
-        const auto gateway = gateway_of(a.state, catalog);
+        const pools::AddressSpec* object = object_of(a.state, catalog);
+        const auto gateway = object != nullptr ? object->gateway : std::nullopt;
         ips.push_back(ip_json(version, a.address.address, a.address.range->subnet.prefix, gateway));
-        for (const auto& r : routes_of(a.state, catalog)) add_route(route_json(r.dst, r.gw));
+        if (object != nullptr) {
+            for (const auto& r : object->routes) add_route(route_json(r.dst, r.gw));
+        }
         if (gateway && !clean_gateway) {
             add_route(route_json(gateway->family == Family::kV4 ? "0.0.0.0/0" : "::/0",
                                  gateway->to_string()));
@@ -152,15 +155,16 @@ struct FamilyClaim {
     std::vector<size_t> holding;  // indexes into `opened` where the attachment was claimed
 
     // The store of `state` (the one find_held opened, if it did: a store does not keep the
-    // config it was opened with; the allocator is told the ranges it may use), with `cfg`.
-    Expected<size_t> store_for(const std::string& state,
-                               std::unique_ptr<engine::NetworkConfig> cfg) {
+    // config it was opened with, so that one's config is told the ranges it may now use).
+    Expected<size_t> store_for(const std::string& state, const pools::AddressSpec& object,
+                               const pools::IpSet& usable) {
         for (size_t i = 0; i < opened.size(); ++i) {
             if (opened[i].name != state) continue;
-            opened[i].cfg = std::move(cfg);
+            allocate_from(*opened[i].cfg, object.subnet, object.gateway, usable);
             return i;
         }
-        auto st = open_state(state, std::move(cfg));
+        auto st =
+            open_state(state, allocating_config(nc, state, object.subnet, object.gateway, usable));
         if (!st) return st.error();
         opened.push_back(std::move(*st));
         return opened.size() - 1;
@@ -188,8 +192,7 @@ struct FamilyClaim {
             const pools::AddressSpec& object =
                 c.pool != nullptr ? static_cast<const pools::AddressSpec&>(*c.pool) : *c.subnet;
             const std::string state = state_name(c);
-            auto at = store_for(
-                state, allocating_config(nc, state, object.subnet, object.gateway, usable));
+            auto at = store_for(state, object, usable);
             if (!at) return at.error();
             OpenState& s = opened[*at];
             engine::AddRequest req = request;

@@ -50,7 +50,8 @@ Range whole(const Cidr& subnet, const std::optional<IpAddress>& gateway) {
     return r;
 }
 
-// The pool or subnet behind a state, while the catalog has it.
+}  // namespace
+
 const pools::AddressSpec* object_of(const std::string& state, const pools::Catalog& catalog) {
     if (state.rfind(kPoolPrefix, 0) == 0)
         return catalog.pool(state.substr(std::strlen(kPoolPrefix)));
@@ -59,8 +60,6 @@ const pools::AddressSpec* object_of(const std::string& state, const pools::Catal
     }
     return nullptr;
 }
-
-}  // namespace
 
 std::string state_name(const pools::Candidate& c) {
     return (c.pool != nullptr ? kPoolPrefix : kSubnetPrefix) + c.name;
@@ -90,12 +89,8 @@ std::vector<std::string> pool_states(const NetConf& nc, const std::vector<std::s
     return out;
 }
 
-std::unique_ptr<engine::NetworkConfig> allocating_config(const NetConf& nc,
-                                                         const std::string& state,
-                                                         const Cidr& subnet,
-                                                         const std::optional<IpAddress>& gateway,
-                                                         const pools::IpSet& allocatable) {
-    auto cfg = base_config(nc, state);
+void allocate_from(engine::NetworkConfig& cfg, const Cidr& subnet,
+                   const std::optional<IpAddress>& gateway, const pools::IpSet& allocatable) {
     engine::RangeSet set;
     for (const pools::Interval& i : allocatable.intervals()) {
         Range r = whole(subnet, gateway);
@@ -103,8 +98,17 @@ std::unique_ptr<engine::NetworkConfig> allocating_config(const NetConf& nc,
         r.end = IpAddress{i.last, subnet.address.family};
         set.push_back(r);
     }
-    cfg->range_sets = {std::move(set)};
-    cfg->index_capacity = capacity_of(subnet);
+    cfg.range_sets = {std::move(set)};
+    cfg.index_capacity = capacity_of(subnet);
+}
+
+std::unique_ptr<engine::NetworkConfig> allocating_config(const NetConf& nc,
+                                                         const std::string& state,
+                                                         const Cidr& subnet,
+                                                         const std::optional<IpAddress>& gateway,
+                                                         const pools::IpSet& allocatable) {
+    auto cfg = base_config(nc, state);
+    allocate_from(*cfg, subnet, gateway, allocatable);
     return cfg;
 }
 
@@ -130,16 +134,6 @@ std::unique_ptr<engine::NetworkConfig> reading_config(const NetConf& nc, const s
     cfg->range_sets = {std::move(any)};
     cfg->index_capacity = kUnknownCapacity;
     return cfg;
-}
-
-std::optional<IpAddress> gateway_of(const std::string& state, const pools::Catalog& catalog) {
-    const pools::AddressSpec* o = object_of(state, catalog);
-    return o != nullptr ? o->gateway : std::nullopt;
-}
-
-std::vector<pools::Route> routes_of(const std::string& state, const pools::Catalog& catalog) {
-    const pools::AddressSpec* o = object_of(state, catalog);
-    return o != nullptr ? o->routes : std::vector<pools::Route>{};
 }
 
 uint64_t network_tag(const std::string& network_name) {

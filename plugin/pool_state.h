@@ -25,6 +25,11 @@ std::string state_name(const pools::Candidate& c);
 std::vector<std::string> pool_states(const NetConf& nc,
                                      const std::vector<std::string>& likely = {});
 
+// Makes `cfg` allocate from `allocatable` of a pool or subnet (its ranges and index size).
+void allocate_from(engine::NetworkConfig& cfg, const engine::Cidr& subnet,
+                   const std::optional<engine::IpAddress>& gateway,
+                   const pools::IpSet& allocatable);
+
 // The config that allocates from `allocatable` of the pool or subnet behind `state`.
 std::unique_ptr<engine::NetworkConfig> allocating_config(
     const NetConf& nc, const std::string& state, const engine::Cidr& subnet,
@@ -36,10 +41,9 @@ std::unique_ptr<engine::NetworkConfig> allocating_config(
 std::unique_ptr<engine::NetworkConfig> reading_config(const NetConf& nc, const std::string& state,
                                                       const pools::Catalog& catalog);
 
-// The gateway a state's addresses answer with (the object's), when the catalog has it.
-std::optional<engine::IpAddress> gateway_of(const std::string& state,
-                                            const pools::Catalog& catalog);
-std::vector<pools::Route> routes_of(const std::string& state, const pools::Catalog& catalog);
+// The pool or subnet behind a state, while the catalog has it: its gateway and routes are what
+// the state's addresses answer with.
+const pools::AddressSpec* object_of(const std::string& state, const pools::Catalog& catalog);
 
 // A 48-bit tag of the network name, never 0 (format.h, Entry::network_tag).
 uint64_t network_tag(const std::string& network_name);

@@ -1,5 +1,6 @@
 #include "engine/addr/ip_address.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 namespace shmipam::engine {
@@ -13,6 +14,21 @@ TEST(IpAddress, ParsesAndFormatsIpv4) {
     EXPECT_EQ(a->to_string(), "10.1.2.3");
     EXPECT_EQ(IpAddress::parse("0.0.0.0")->to_string(), "0.0.0.0");
     EXPECT_EQ(IpAddress::parse("255.255.255.255")->value, u128{0xFFFFFFFFu});
+}
+
+// IPv4 is formatted by hand (not inet_ntop): every octet width, at every position.
+TEST(IpAddress, FormatsEveryIpv4OctetAsInetNtopDoes) {
+    for (uint32_t octet : {0u, 1u, 9u, 10u, 99u, 100u, 109u, 110u, 199u, 200u, 250u, 255u}) {
+        for (int shift : {0, 8, 16, 24}) {
+            const uint32_t v = (octet << shift) | (shift == 0 ? 0x0a000000u : 7u);
+            in_addr a{};
+            a.s_addr = htonl(v);
+            char want[INET_ADDRSTRLEN];
+            ASSERT_NE(::inet_ntop(AF_INET, &a, want, sizeof want), nullptr);
+            EXPECT_EQ((IpAddress{v, Family::kV4}.to_string()), want) << v;
+        }
+    }
+    EXPECT_EQ((IpAddress{0xffffffffu, Family::kV4}.to_string()), "255.255.255.255");
 }
 
 TEST(IpAddress, ParsesAndFormatsIpv6Edges) {
