@@ -12,17 +12,21 @@
 namespace shmipam::cni {
 namespace {
 
+// Read straight into the string, which grows as needed: a network config is a few hundred
+// bytes, and a 64 KiB buffer on the stack cost a page fault of its own at every exec.
 std::string read_all_stdin() {
-    std::string data;
-    char buf[65536];
+    std::string data(4096, '\0');
+    size_t used = 0;
     for (;;) {
-        ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (used == data.size()) data.resize(data.size() * 2);
+        ssize_t n = ::read(STDIN_FILENO, data.data() + used, data.size() - used);
         if (n > 0) {
-            data.append(buf, size_t(n));
+            used += size_t(n);
         } else if (n == 0 || errno != EINTR) {
             break;
         }
     }
+    data.resize(used);
     return data;
 }
 

@@ -75,6 +75,18 @@ TEST_P(PluginCommands, GcAndStatusNeedVersion110) {
 INSTANTIATE_TEST_SUITE_P(EveryVersion, PluginCommands,
                          ::testing::Values("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"));
 
+// stdin is read in growing pieces: a config of 200 KB (a long prevResult, many unknown fields)
+// arrives whole, however the pipe splits it (a truncated one would not parse).
+TEST(PluginAdd, AConfigLongerThanOneReadArrivesWhole) {
+    TempDir dir;
+    json cfg = make_config(dir.path(), "net", "1.1.0");
+    cfg["padding"] = std::string(200'000, 'x');
+    cfg["ipam"]["routes"] = json::parse(R"([{"dst":"192.0.2.0/24"}])");
+    auto add = run_plugin(cni_env("ADD", "ctr1"), cfg.dump());
+    ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+    EXPECT_EQ(add.json()["routes"][0]["dst"], "192.0.2.0/24") << add.out;
+}
+
 TEST(PluginVersion, ReportsSupportedVersions) {
     auto r = run_plugin({{"CNI_COMMAND", "VERSION"}}, "");
     ASSERT_EQ(r.exit_code, 0);
