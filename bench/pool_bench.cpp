@@ -2,7 +2,8 @@
 // objects in poolsDir, against ranges mode, measured in one run with the modes interleaved
 // call by call (this machine is noisy; compare within a run). The pod's pool is
 // selected by the config's default_ipv4_ippool; the other pools are the cluster's, filtered out
-// by nodeName, as on a real node. Journal durability "none", so what differs is the mode.
+// by nodeName, as on a real node. Journal durability "none", and both modes answer one address,
+// its gateway and a default route, so what differs is the mode.
 //   pool_bench --plugin build/release/shmipam [--calls 400] [--pools 1 100 1000] [--json F]
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -77,6 +78,9 @@ int main(int argc, char** argv) {
     };
     Mode ranges{"ranges", base("ranges"), {}, {}};
     ranges.config["ipam"]["ranges"] = json::parse(R"([[{"subnet": "10.99.0.0/24"}]])");
+    // The same answer as a pool's: one address with its gateway, and a default route through
+    // it (which pool mode adds for a pool with a gateway, as Spiderpool does).
+    ranges.config["ipam"]["routes"] = json::parse(R"([{"dst": "0.0.0.0/0", "gw": "10.99.0.1"}])");
     modes.push_back(ranges);
     for (size_t n : pool_counts) {
         const std::string dir = work + "/pools-" + std::to_string(n);
