@@ -33,12 +33,13 @@ out=docs/benchmarks.md
     echo
     echo "The same exec'd ADD in ranges mode and in pool mode with 1, 100 and 1,000 SpiderIPPool"
     echo "objects in poolsDir (the pod's pool named by default_ipv4_ippool, the others other nodes'"
-    echo "pools), modes interleaved call by call (the last column: the median of the differences"
+    echo "pools); both modes answer one address, its gateway and a default route through it; modes"
+    echo "interleaved call by call (the last column: the median of the differences"
     echo "between the i-th ADD of a mode and the i-th ADD in ranges mode, which ran next to it),"
     echo "journal durability none ([pools.md](pools.md))."
     echo
     build/release/bench/pool_bench --plugin "$PWD/build/release/shmipam" --work "$work/pools" \
-        --calls 800 --rounds 8
+        --calls 1600 --rounds 16
     echo
     echo "## In-process (Google Benchmark, \`build/release/bench/claim_bench\`)"
     echo
