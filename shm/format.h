@@ -198,6 +198,10 @@ inline constexpr uint8_t kEntryFlagImported = 1;  // imported from host-local's 
 // Rebuilt from a journal that held addresses for only some of its range sets (an ADD that never
 // answered lost some records): DEL releases what it holds; a repeated ADD is refused (code 107).
 inline constexpr uint8_t kEntryFlagPartial = 2;
+// Held for a name, not for a sandbox (a StatefulSet pod's or a VM's fixed address,
+// docs/fixed-ips.md): the entry is keyed by the claim; a rebuild after a reboot keeps it, and GC,
+// which judges sandboxes, never releases it.
+inline constexpr uint8_t kEntryFlagClaim = 4;
 
 struct IndexHeader {
     // Immutable once published; covered by header_crc.
@@ -291,7 +295,7 @@ struct JournalRecord {
     uint8_t address[16];
     uint32_t slot_gen;  // the slot word's generation after the transition: replay keeps the
                         // highest per address, never journal order
-    uint32_t flags;     // kEntryFlagImported
+    uint32_t flags;     // the entry's flags (kEntryFlagImported, kEntryFlagClaim)
     uint64_t fp1;       // the attachment's 128-bit fingerprint
     uint64_t fp2;
     uint64_t unix_ns;

@@ -137,6 +137,7 @@ Expected<NetworkDump> dump(NetworkStore& store) {
                 v.ifname = fixed(e.ifname, sizeof e.ifname);
                 v.pod = fixed(e.pod, sizeof e.pod);
                 v.imported = (e.flags & format::kEntryFlagImported) != 0;
+                v.claim = (e.flags & format::kEntryFlagClaim) != 0;
             }
             d.slots.push_back(v);
         }

@@ -20,6 +20,7 @@ struct AddRequest {
     std::vector<IpAddress> requested;  // at most one per range set
     PodRef pod;
     uint64_t network_tag = 0;  // pool mode: which network's ADD (format.h, Entry::network_tag)
+    uint8_t flags = 0;         // recorded with the entry and its records: kEntryFlagClaim
 };
 
 struct AllocatedAddress {

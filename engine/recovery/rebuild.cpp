@@ -24,8 +24,10 @@ Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
     std::map<size_t, const JournalRecord*> last_alloc_in_set;    // for the cursors
     const uint64_t reuse_ns = cfg.reuse_delay_ms * 1'000'000;
     stats.newest = shm::Journal::newest_per_address(scan.records);
+    // A claim outlives its sandboxes, and so the boot they ran in.
     auto reclaimed = [&](const JournalRecord& r) {
-        return cfg.reclaim_on_reboot && std::memcmp(r.boot_id, boot_id.data(), 16) != 0;
+        return cfg.reclaim_on_reboot && (r.flags & format::kEntryFlagClaim) == 0 &&
+               std::memcmp(r.boot_id, boot_id.data(), 16) != 0;
     };
     // One address per attachment and range set: the newest ALLOC (journal order) wins. Two live
     // ALLOCs of one attachment in one set happen when an ADD's ALLOC was written and its

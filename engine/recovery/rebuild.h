@@ -5,7 +5,8 @@
 // Replay keeps, per address, the record with the highest slot generation (never journal order:
 // reservation by fetch-add means durable records are not a prefix). Then:
 //   ALLOC    the attachment holds the address, unless the record is from another boot (its
-//            sandbox cannot exist any more: reclaimed) and reclaimOnReboot is on;
+//            sandbox cannot exist any more: reclaimed) and reclaimOnReboot is on, and it is not
+//            a claim's (kEntryFlagClaim: held for a name, not for a sandbox);
 //   RELEASE  cooling for what is left of reuseDelay, measured from the release's wall time;
 //   ROLLBACK free.
 // Every replayed address starts at a generation past the journal's, so records written from now

@@ -190,6 +190,23 @@ TEST_F(AllocatorTest, GcReleasesEverythingNotValid) {
     EXPECT_EQ(in_use(), 1u);
 }
 
+// A claim is held for a name (a StatefulSet pod's), which no runtime lists among its sandboxes:
+// GC, which releases what the runtime no longer has, must leave it alone.
+TEST_F(AllocatorTest, GcNeverReleasesAClaim) {
+    open({range_set({{"10.1.0.0/24", "", "", ""}})});
+    engine::AddRequest claim = add_request("sts:shop/db-0", "eth0");
+    claim.flags = format::kEntryFlagClaim;
+    ASSERT_TRUE(alloc->add(claim));
+    ASSERT_TRUE(alloc->add(add_request("a")));
+    auto out = alloc->gc({});
+    ASSERT_TRUE(out);
+    EXPECT_EQ(out->released, 1u) << "only the sandbox's";
+    auto kept = alloc->addresses_of({"sts:shop/db-0", "eth0"});
+    ASSERT_TRUE(kept);
+    EXPECT_EQ(kept->at(0).address.to_string(), "10.1.0.2");
+    EXPECT_EQ(in_use(), 1u);
+}
+
 TEST_F(AllocatorTest, StateOutlivesTheProcessMapping) {
     open({range_set({{"10.1.0.0/24", "", "", ""}})});
     ASSERT_TRUE(alloc->add(add_request("a")));

@@ -96,6 +96,33 @@ TEST_F(RebuildTest, AfterARebootOrdinaryAllocationsAreReclaimedAndCoolDownsKept)
     EXPECT_EQ(cooling, 2u) << "b's addresses were released 0 s ago with a 30 s cool-down";
 }
 
+// A claim is held for a name, not for a sandbox: a reboot ends every sandbox but not the name.
+TEST_F(RebuildTest, AfterARebootClaimsAreKeptAndOrdinaryAllocationsReclaimed) {
+    AddRequest claim = testing::add_request("sts:shop/db-0");
+    claim.flags = format::kEntryFlagClaim;
+    ASSERT_TRUE(alloc->add(claim));                      // .2
+    ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .3
+    const auto claimed = addresses("sts:shop/db-0");
+    reboot();
+    open();
+    EXPECT_EQ(store->creation().reclaimed_after_reboot, 2u) << "a's IPv4 and IPv6 addresses";
+    EXPECT_TRUE(addresses("a").empty());
+    EXPECT_EQ(addresses("sts:shop/db-0"), claimed);
+    testing::expect_verify_clean(*store);
+    // Still a claim, in the rebuilt entry and in what the next rebuild reads.
+    auto d = dump(*store);
+    size_t claims = 0;
+    for (const auto& s : d->slots) claims += s.claim;
+    EXPECT_EQ(claims, 2u);
+    reboot();
+    open();
+    EXPECT_EQ(addresses("sts:shop/db-0"), claimed);
+    // The next ADD does not get the claimed addresses.
+    auto b = alloc->add(testing::add_request("b"));
+    ASSERT_TRUE(b);
+    EXPECT_NE(b->addresses[0].address.to_string(), claimed[0]);
+}
+
 TEST_F(RebuildTest, ReclaimOnRebootFalseKeepsAllocations) {
     cfg.reclaim_on_reboot = false;
     open();

@@ -109,6 +109,7 @@ FileItem entry_item(uint64_t i, const format::Entry& e, uint64_t offset) {
     it.fields.push_back({"addresses", addrs});
     if (e.pod[0] != '\0') it.fields.push_back({"pod", text_of(e.pod, sizeof e.pod)});
     if (e.flags & format::kEntryFlagImported) it.fields.push_back({"imported", uint64_t(1)});
+    if (e.flags & format::kEntryFlagClaim) it.fields.push_back({"claim", uint64_t(1)});
     if (e.flags & format::kEntryFlagPartial) it.fields.push_back({"partial", uint64_t(1)});
     it.fields.push_back({"created", utc(e.created_unix_ns)});
     return it;

@@ -56,6 +56,7 @@ FileItem record_item(const JournalRecord& r, uint64_t offset) {
                  {"ifname", text_of(r.ifname, sizeof r.ifname)}};
     if (r.pod[0] != '\0') it.fields.push_back({"pod", text_of(r.pod, sizeof r.pod)});
     if (r.flags & format::kEntryFlagImported) it.fields.push_back({"imported", uint64_t(1)});
+    if (r.flags & format::kEntryFlagClaim) it.fields.push_back({"claim", uint64_t(1)});
     it.fields.push_back({"time", utc(r.unix_ns)});
     it.fields.push_back({"boot_id", uuid(r.boot_id)});
     if (r.epoch != 0) {

@@ -50,6 +50,8 @@ int cmd_gc(const Options& o) {
     return report_released(o, alloc.release_where(
                                   [&](const format::Entry& e, const engine::Fingerprint& f) {
                                       if (keep.count({f.fp1, f.fp2})) return false;
+                                      // A claim is held for a name, not for a sandbox.
+                                      if (e.flags & format::kEntryFlagClaim) return false;
                                       return grace == 0 || (now > e.created_unix_ns &&
                                                             now - e.created_unix_ns >= grace);
                                   },
