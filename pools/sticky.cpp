@@ -104,7 +104,8 @@ Expected<std::optional<StickyIdentity>> sticky_identity(const PodFacts& pod, boo
         id = StickyIdentity{StickyKind::kKubeVirt, pod.namespace_, vm->second, pod.ifname};
     }
     if (!id) {
-        if (asked.value == nullptr) return std::optional<StickyIdentity>{};  // config: sts only
+        // The config's switch is for pods that can keep a name; it leaves the others ordinary.
+        if (asked.value == nullptr) return std::optional<StickyIdentity>{};
         return make_error(
             Code::kPoolAnnotationInvalid,
             "pod " + pod_name(pod) + " asks for a static IP (annotation " + asked.key +
@@ -131,8 +132,12 @@ Expected<ClaimPolicy> claim_policy(const PodFacts& pod) {
     std::optional<int64_t> seconds;
     if (v.find_first_not_of("0123456789") == std::string_view::npos) {
         // A bare number is hours, as the design document defines it.
-        if (v.size() <= 7) seconds = std::stoll(std::string(v)) * 3600;
-        if (seconds && *seconds > kMaxIdleSeconds) seconds.reset();
+        int64_t hours = 0;
+        for (char c : v) {
+            hours = hours * 10 + (c - '0');
+            if (hours * 3600 > kMaxIdleSeconds) break;
+        }
+        if (hours * 3600 <= kMaxIdleSeconds) seconds = hours * 3600;
     } else {
         seconds = parse_duration(v);
     }

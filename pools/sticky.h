@@ -65,7 +65,7 @@ struct ClaimPolicy {
 // is an error (120) that quotes the value.
 Expected<ClaimPolicy> claim_policy(const PodFacts& pod);
 
-// The policy as the annotation would say it, for tools: "never", "at DEL", "1h30m0s" style.
+// The policy for tools: "never", "at DEL", or the idle time kept, as "1h30m idle".
 std::string describe(const ClaimPolicy& p);
 
 }  // namespace shmipam::pools

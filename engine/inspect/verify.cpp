@@ -42,8 +42,8 @@ std::string attachment_of(const format::JournalRecord& r) {
 // The journal's own view, which a rebuild will act on, not the arena's: per address, in replay
 // order (slot generation, then sequence), an ALLOC while the address is still allocated in the
 // same boot to another attachment means two owners at once (review A3 gave one address to three
-// pods, and verify, reading only the arena, stayed clean). An earlier boot's ALLOC is not live:
-// a rebuild reclaims it.
+// pods, and verify, reading only the arena, stayed clean). An earlier boot's ALLOC is not live
+// (a rebuild reclaims it) unless it is a claim's, which a rebuild keeps (kEntryFlagClaim).
 template <typename Add>
 void check_journal_history(const std::vector<format::JournalRecord>& records, Add&& add) {
     std::map<std::pair<uint8_t, u128>, std::vector<const format::JournalRecord*>> by_address;
@@ -60,8 +60,10 @@ void check_journal_history(const std::vector<format::JournalRecord>& records, Ad
                 live = nullptr;
                 continue;
             }
-            if (live != nullptr && std::memcmp(live->boot_id, r->boot_id, 16) == 0 &&
-                (live->fp1 != r->fp1 || live->fp2 != r->fp2)) {
+            const bool still_live =
+                live != nullptr && (std::memcmp(live->boot_id, r->boot_id, 16) == 0 ||
+                                    (live->flags & format::kEntryFlagClaim) != 0);
+            if (still_live && (live->fp1 != r->fp1 || live->fp2 != r->fp2)) {
                 add("journal-duplicate",
                     record_address(*r).to_string() + " was allocated to " + attachment_of(*r) +
                         " (record " + std::to_string(r->sequence) +
@@ -228,12 +230,13 @@ Expected<VerifyReport> verify(NetworkStore& store) {
         }
     }
 
-    // The other direction: an allocation of this boot that the journal's newest record keeps
-    // but the arena does not hold. A rebuild would bring it back for an attachment the runtime
-    // may have deleted, or beside the address's new owner.
+    // The other direction: an allocation of this boot (or a claim's, of any boot) that the
+    // journal's newest record keeps but the arena does not hold. A rebuild would bring it back
+    // for an attachment the runtime may have deleted, or beside the address's new owner.
     for (const auto& [key, r] : newest) {
         if (r->op != uint8_t(format::JournalOp::kAlloc) ||
-            std::memcmp(r->boot_id, store.boot_id().data(), 16) != 0) {
+            (std::memcmp(r->boot_id, store.boot_id().data(), 16) != 0 &&
+             (r->flags & format::kEntryFlagClaim) == 0)) {
             continue;
         }
         const IpAddress a = record_address(*r);

@@ -91,7 +91,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const uint64_t entry_word = claim.entry.word;
     format::Entry& ent = store_.index().entry(e);
     ent.created_unix_ns = base::unix_ns();
-    ent.flags = req.flags;
+    ent.flags = req.flags & format::kEntryFlagClaim;  // the only flag an ADD may ask for
     copy_truncated(ent.ifname, sizeof ent.ifname, req.key.ifname);
     copy_truncated(ent.container_id, sizeof ent.container_id, req.key.container_id);
     const std::string pod = req.pod.name.empty() ? "" : req.pod.namespace_ + "/" + req.pod.name;
@@ -135,7 +135,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const uint64_t now = base::unix_ns();
     const uint16_t tenancy = EntryWord::decode(entry_word).gen;
     {
-        const AttachmentText text{req.key.container_id, req.key.ifname, pod, req.flags, now};
+        const AttachmentText text{req.key.container_id, req.key.ifname, pod, ent.flags, now};
         std::vector<format::JournalRecord> records;
         for (size_t s = 0; s < claimed.size(); ++s) {
             const IpAddress& a = claimed[s].address;

@@ -459,5 +459,35 @@ TEST_F(RebuildTest, VerifyReadsTheJournalsViewNotOnlyTheArenas) {
               (std::set<std::string>{"journal-duplicate", "unapplied-journal-allocation"}));
 }
 
+// A claim's ALLOC from an earlier boot is live (a rebuild keeps it): the journal giving its address
+// to somebody else, or the arena not holding it, is what verify must see.
+TEST_F(RebuildTest, VerifyCountsAClaimOfAnEarlierBootAsLive) {
+    auto kinds = [&] {
+        std::set<std::string> out;
+        auto rep = verify(*store);
+        EXPECT_TRUE(rep);
+        if (rep) {
+            for (const auto& v : rep->violations) out.insert(v.kind);
+        }
+        return out;
+    };
+    const IpAddress x = *IpAddress::parse("10.60.0.9");
+    std::array<uint8_t, 16> earlier = store->boot_id();
+    earlier[0] ^= 0xff;
+    auto alloc_of = [&](const std::string& cid, uint32_t gen, uint8_t flags,
+                        const std::array<uint8_t, 16>& boot) {
+        return make_record(format::JournalOp::kAlloc, x, store->block_prefix(x.family), 0, gen,
+                           fingerprint(cid, "eth0"), {cid, "eth0", "", flags, 1}, boot, 1);
+    };
+    std::vector<format::JournalRecord> claim{
+        alloc_of("sts:shop/db-0", 2, format::kEntryFlagClaim, earlier)};
+    ASSERT_TRUE(store->append_journal(claim));
+    EXPECT_EQ(kinds(), std::set<std::string>{"unapplied-journal-allocation"});
+    std::vector<format::JournalRecord> q{alloc_of("q", 4, 0, store->boot_id())};
+    ASSERT_TRUE(store->append_journal(q));
+    EXPECT_EQ(kinds(),
+              (std::set<std::string>{"journal-duplicate", "unapplied-journal-allocation"}));
+}
+
 }  // namespace
 }  // namespace shmipam::engine

@@ -177,6 +177,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PolicyCase{"1.5h", std::nullopt}, PolicyCase{"10ms", std::nullopt},
                       PolicyCase{"3d", std::nullopt}, PolicyCase{"h", std::nullopt},
                       PolicyCase{"12 h", std::nullopt}, PolicyCase{"forever", std::nullopt},
+                      PolicyCase{"00000024", ClaimPolicy{K::kAfterIdle, 24 * 3600}},
                       PolicyCase{"876001", std::nullopt},
                       PolicyCase{"99999999999h", std::nullopt}));
 
