@@ -129,18 +129,10 @@ Expected<ClaimPolicy> claim_policy(const PodFacts& pod) {
     if (found.value == nullptr) return ClaimPolicy{};
     const std::string_view v = trimmed(*found.value);
     if (v.empty()) return ClaimPolicy{};
-    std::optional<int64_t> seconds;
-    if (v.find_first_not_of("0123456789") == std::string_view::npos) {
-        // A bare number is hours, as the design document defines it.
-        int64_t hours = 0;
-        for (char c : v) {
-            hours = hours * 10 + (c - '0');
-            if (hours * 3600 > kMaxIdleSeconds) break;
-        }
-        if (hours * 3600 <= kMaxIdleSeconds) seconds = hours * 3600;
-    } else {
-        seconds = parse_duration(v);
-    }
+    // A bare number is hours, as the design document defines it.
+    const bool bare = v.find_first_not_of("0123456789") == std::string_view::npos;
+    const std::string as_hours = bare ? std::string(v) + "h" : std::string();
+    const std::optional<int64_t> seconds = parse_duration(bare ? std::string_view(as_hours) : v);
     if (!seconds) {
         return make_error(Code::kPoolAnnotationInvalid,
                           "pod " + pod_name(pod) + ": annotation " + found.key + " is \"" +

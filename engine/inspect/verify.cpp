@@ -61,8 +61,8 @@ void check_journal_history(const std::vector<format::JournalRecord>& records, Ad
                 continue;
             }
             const bool still_live =
-                live != nullptr && (std::memcmp(live->boot_id, r->boot_id, 16) == 0 ||
-                                    (live->flags & format::kEntryFlagClaim) != 0);
+                live != nullptr &&
+                (std::memcmp(live->boot_id, r->boot_id, 16) == 0 || held_for_a_name(live->flags));
             if (still_live && (live->fp1 != r->fp1 || live->fp2 != r->fp2)) {
                 add("journal-duplicate",
                     record_address(*r).to_string() + " was allocated to " + attachment_of(*r) +
@@ -236,7 +236,7 @@ Expected<VerifyReport> verify(NetworkStore& store) {
     for (const auto& [key, r] : newest) {
         if (r->op != uint8_t(format::JournalOp::kAlloc) ||
             (std::memcmp(r->boot_id, store.boot_id().data(), 16) != 0 &&
-             (r->flags & format::kEntryFlagClaim) == 0)) {
+             !held_for_a_name(r->flags))) {
             continue;
         }
         const IpAddress a = record_address(*r);

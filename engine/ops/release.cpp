@@ -90,7 +90,7 @@ Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid,
     auto released = release_where(
         [&](const format::Entry& e, const Fingerprint& f) {
             if (only_tag && network_tag_of(e) != *only_tag) return false;
-            if (e.flags & format::kEntryFlagClaim) return false;  // not a sandbox's
+            if (held_for_a_name(e.flags)) return false;  // not a sandbox's
             return keep.count({f.fp1, f.fp2}) == 0;
         },
         false);

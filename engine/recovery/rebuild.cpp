@@ -26,7 +26,7 @@ Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
     stats.newest = shm::Journal::newest_per_address(scan.records);
     // A claim outlives its sandboxes, and so the boot they ran in.
     auto reclaimed = [&](const JournalRecord& r) {
-        return cfg.reclaim_on_reboot && (r.flags & format::kEntryFlagClaim) == 0 &&
+        return cfg.reclaim_on_reboot && !held_for_a_name(r.flags) &&
                std::memcmp(r.boot_id, boot_id.data(), 16) != 0;
     };
     // One address per attachment and range set: the newest ALLOC (journal order) wins. Two live

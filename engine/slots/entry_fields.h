@@ -13,6 +13,12 @@
 
 namespace shmipam::engine {
 
+// Held for a name, not for a sandbox (format.h, kEntryFlagClaim), by an entry's or a record's
+// flags: its allocation outlives the boot and is no GC's to release.
+inline bool held_for_a_name(uint32_t flags) {
+    return (flags & format::kEntryFlagClaim) != 0;
+}
+
 // An attachment's text, as its entry and its journal records hold it (truncated to the fields).
 struct AttachmentText {
     std::string container_id;

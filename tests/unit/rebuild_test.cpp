@@ -40,6 +40,16 @@ class RebuildTest : public ::testing::Test {
         lose_arena();
         testing::write_file(dir.sub("boot_id"), "99999999-2222-3333-4444-555555555555\n");
     }
+    // The kinds of violation verify reports.
+    std::set<std::string> kinds() {
+        std::set<std::string> out;
+        auto rep = verify(*store);
+        EXPECT_TRUE(rep);
+        if (rep) {
+            for (const auto& v : rep->violations) out.insert(v.kind);
+        }
+        return out;
+    }
     std::vector<std::string> addresses(const std::string& cid) {
         std::vector<std::string> out;
         auto a = alloc->addresses_of({cid, "eth0"});
@@ -435,15 +445,6 @@ TEST_F(RebuildTest, AStrayRecordOfARetiredIndexNeverOverwritesANewOne) {
 // allocated again in the same boot while still allocated to another attachment, and an
 // allocation the journal keeps but the arena does not hold.
 TEST_F(RebuildTest, VerifyReadsTheJournalsViewNotOnlyTheArenas) {
-    auto kinds = [&] {
-        std::set<std::string> out;
-        auto rep = verify(*store);
-        EXPECT_TRUE(rep);
-        if (rep) {
-            for (const auto& v : rep->violations) out.insert(v.kind);
-        }
-        return out;
-    };
     ASSERT_TRUE(kinds().empty());
     const IpAddress x = *IpAddress::parse("10.60.0.9");
     auto alloc_of = [&](const std::string& cid, uint32_t gen) {
@@ -462,15 +463,6 @@ TEST_F(RebuildTest, VerifyReadsTheJournalsViewNotOnlyTheArenas) {
 // A claim's ALLOC from an earlier boot is live (a rebuild keeps it): the journal giving its address
 // to somebody else, or the arena not holding it, is what verify must see.
 TEST_F(RebuildTest, VerifyCountsAClaimOfAnEarlierBootAsLive) {
-    auto kinds = [&] {
-        std::set<std::string> out;
-        auto rep = verify(*store);
-        EXPECT_TRUE(rep);
-        if (rep) {
-            for (const auto& v : rep->violations) out.insert(v.kind);
-        }
-        return out;
-    };
     const IpAddress x = *IpAddress::parse("10.60.0.9");
     std::array<uint8_t, 16> earlier = store->boot_id();
     earlier[0] ^= 0xff;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "engine/slots/entry_fields.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -51,7 +52,7 @@ int cmd_gc(const Options& o) {
                                   [&](const format::Entry& e, const engine::Fingerprint& f) {
                                       if (keep.count({f.fp1, f.fp2})) return false;
                                       // A claim is held for a name, not for a sandbox.
-                                      if (e.flags & format::kEntryFlagClaim) return false;
+                                      if (engine::held_for_a_name(e.flags)) return false;
                                       return grace == 0 || (now > e.created_unix_ns &&
                                                             now - e.created_unix_ns >= grace);
                                   },
