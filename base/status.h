@@ -35,6 +35,8 @@ enum class Code : int {
     kPoolAnnotationInvalid = 120,
     kNoPoolAvailable = 121,
     kPoolNotFound = 122,
+    // fixed addresses (docs/fixed-ips.md)
+    kClaimMoved = 123,
     kInternal = 999,
 };
 

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "shm/format.h"
 
@@ -186,5 +187,41 @@ struct EntryWord {
                state == format::EntryState::kReleasing;
     }
 };
+
+// A claim's binding word (format.h, ClaimFields::binding).
+struct ClaimBinding {
+    enum class Kind : uint8_t { kUnknownSandbox = 0, kBound = 1, kIdle = 2, kExpiring = 3 };
+    Kind kind = Kind::kUnknownSandbox;
+    uint32_t entry = 0;     // kBound: the sandbox entry's index
+    uint16_t tenancy = 0;   // kBound: its tenancy
+    uint64_t since_s = 0;   // kIdle: unix seconds
+
+    static ClaimBinding decode(uint64_t w) {
+        ClaimBinding b;
+        b.kind = Kind(w >> 62);
+        if (b.kind == Kind::kBound) {
+            b.entry = uint32_t(w) - 1;
+            b.tenancy = uint16_t(w >> 32);
+        } else if (b.kind == Kind::kIdle) {
+            b.since_s = w & ((uint64_t{1} << 62) - 1);
+        }
+        return b;
+    }
+    static uint64_t bound(uint64_t entry_index, uint16_t tenancy) {
+        return (uint64_t(Kind::kBound) << 62) | (uint64_t(tenancy) << 32) | (entry_index + 1);
+    }
+    static uint64_t idle(uint64_t since_unix_s) {
+        return (uint64_t(Kind::kIdle) << 62) | (since_unix_s & ((uint64_t{1} << 62) - 1));
+    }
+    static uint64_t expiring() { return uint64_t(Kind::kExpiring) << 62; }
+};
+
+// A sandbox entry's bound_claim (format.h): the claim entry's index + 1 and tenancy.
+inline uint64_t encode_bound_claim(uint64_t claim_index, uint16_t tenancy) {
+    return (uint64_t(tenancy) << 32) | (claim_index + 1);
+}
+inline std::pair<uint64_t, uint16_t> decode_bound_claim(uint64_t w) {
+    return {uint64_t(uint32_t(w)) - 1, uint16_t(w >> 32)};
+}
 
 }  // namespace shmipam::shm

@@ -21,7 +21,7 @@
 
 namespace shmipam::format {
 
-inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr char kBlockMagic[8] = {'S', 'H', 'M', 'I', 'P', 'B', 'L', 'K'};
 inline constexpr char kIndexMagic[8] = {'S', 'H', 'M', 'I', 'P', 'I', 'D', 'X'};
 
@@ -174,6 +174,25 @@ inline constexpr size_t kContainerIdBytes = 72;  // display copy; identity is (f
 inline constexpr size_t kIfnameBytes = 16;
 inline constexpr size_t kPodBytes = 48;  // "namespace/name", display only, truncated
 
+// What a claim entry (kEntryFlagClaim) keeps in place of the pod's name (docs/fixed-ips.md).
+struct ClaimFields {
+    // Who uses the claim, one word so that binding, unbinding and expiry are single CASes
+    // (packing: shm/codec.h, ClaimBinding):
+    //   bits 62..63 = 1: bound to the sandbox entry at bits 0..31 (index + 1), tenancy 32..47
+    //   bits 62..63 = 2: idle since the unix second in bits 0..61
+    //   bits 62..63 = 3: expiring: whoever meets it completes the claim's release
+    //   0: in use by a sandbox nobody knows (an index rebuilt in the same boot): kept until the
+    //      name's next ADD binds it or an operator releases it
+    uint64_t binding;
+    // How long an idle claim is kept: 0 forever, 1 released at the DEL that leaves it idle,
+    // N + 1 released N seconds after. Written before the entry is committed.
+    uint64_t keep_idle;
+    char pod[kPodBytes - 16];  // the pod that made the claim, display only, truncated
+};
+static_assert(sizeof(ClaimFields) == kPodBytes);
+inline constexpr uint64_t kKeepIdleForever = 0;
+inline constexpr uint64_t kKeepIdleNone = 1;
+
 struct Entry {
     uint64_t state;
     // 128-bit fingerprint of the attachment: its top 16 bits are in the state word, the next 48
@@ -189,9 +208,17 @@ struct Entry {
     // mode, or rebuilt from the journal: such an entry is never released by a pool-mode GC).
     uint8_t network_tag[6];
     char ifname[kIfnameBytes];
-    char container_id[kContainerIdBytes];
-    AddressRef refs[kMaxRangeSets];
-    char pod[kPodBytes];
+    char container_id[kContainerIdBytes];  // a claim's: its key ("sts:<ns>/<pod>/<ifname>")
+    union {
+        AddressRef refs[kMaxRangeSets];  // the addresses the attachment holds
+        // kEntryFlagBinding: the claim whose addresses this sandbox uses, written before the
+        // entry is committed: claim entry index + 1 (bits 0..31), its tenancy (bits 32..47).
+        uint64_t bound_claim;
+    };
+    union {
+        char pod[kPodBytes];  // "namespace/name", display only, truncated
+        ClaimFields claim;    // kEntryFlagClaim
+    };
 };
 static_assert(sizeof(Entry) == 256);
 inline constexpr uint8_t kEntryFlagImported = 1;  // imported from host-local's files
@@ -202,6 +229,10 @@ inline constexpr uint8_t kEntryFlagPartial = 2;
 // docs/fixed-ips.md): the entry is keyed by the claim; a rebuild after a reboot keeps it, and GC,
 // which judges sandboxes, never releases it.
 inline constexpr uint8_t kEntryFlagClaim = 4;
+// A sandbox using a claim's addresses (docs/fixed-ips.md): keyed by container ID and interface
+// like any attachment, but it holds no slot itself (ref_count 0; bound_claim names the claim).
+// Its DEL, or GC, unbinds the claim if the claim is still bound to it, and frees nothing else.
+inline constexpr uint8_t kEntryFlagBinding = 8;
 
 struct IndexHeader {
     // Immutable once published; covered by header_crc.
@@ -243,6 +274,10 @@ struct IndexHeader {
     // Damaged records (and unreadable checkpoint records) the rebuild that built this index
     // skipped: what a rebuild says it could not use.
     uint64_t rebuild_skipped_records;
+    // The earliest unix second at which an idle claim's policy may free it (0: none pending).
+    // Lowered by whoever leaves a claim idle; an invocation that finds it past clears it and
+    // walks the entries, lowering it again for every claim not yet due (docs/fixed-ips.md).
+    uint64_t claim_due_unix_s;
     // Next journal record number (fetch-add reserves records); set by scanning the journal when
     // the index is created.
     alignas(kCacheLine) uint64_t journal_tail;
@@ -307,7 +342,8 @@ struct JournalRecord {
     // checkpoint only the checkpoint's epoch appends; a record of another epoch there is a stray
     // of a retired index (docs/format.md, "Epochs"), and replay skips it.
     uint64_t epoch;
-    uint8_t reserved[32];
+    uint64_t claim_keep_idle;  // kEntryFlagClaim: the claim's ClaimFields::keep_idle
+    uint8_t reserved[24];
 };
 static_assert(sizeof(JournalRecord) == 256);
 inline constexpr uint64_t kJournalSegmentBytes = kJournalRecordsPerSegment * sizeof(JournalRecord);

@@ -83,6 +83,11 @@ inline constexpr uint32_t kLayoutFingerprint = layout_detail::fnv1a({
     offsetof(Entry, container_id),
     offsetof(Entry, refs),
     offsetof(Entry, pod),
+    offsetof(Entry, bound_claim),
+    sizeof(ClaimFields),
+    offsetof(ClaimFields, binding),
+    offsetof(ClaimFields, keep_idle),
+    offsetof(ClaimFields, pod),
     sizeof(IndexHeader),
     offsetof(IndexHeader, magic),
     offsetof(IndexHeader, version),
@@ -114,6 +119,7 @@ inline constexpr uint32_t kLayoutFingerprint = layout_detail::fnv1a({
     offsetof(IndexHeader, busy_rejections),
     offsetof(IndexHeader, reboot_reclaims),
     offsetof(IndexHeader, rebuild_skipped_records),
+    offsetof(IndexHeader, claim_due_unix_s),
     offsetof(IndexHeader, journal_tail),
     offsetof(IndexHeader, journal_names_durable),
     offsetof(IndexHeader, reuse_delay_ms),
@@ -138,6 +144,7 @@ inline constexpr uint32_t kLayoutFingerprint = layout_detail::fnv1a({
     offsetof(JournalRecord, ifname),
     offsetof(JournalRecord, pod),
     offsetof(JournalRecord, epoch),
+    offsetof(JournalRecord, claim_keep_idle),
     offsetof(JournalRecord, reserved),
 });
 

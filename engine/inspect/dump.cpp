@@ -135,7 +135,7 @@ Expected<NetworkDump> dump(NetworkStore& store) {
                 const format::Entry& e = store.index().entry(owner - 1);
                 v.container_id = fixed(e.container_id, sizeof e.container_id);
                 v.ifname = fixed(e.ifname, sizeof e.ifname);
-                v.pod = fixed(e.pod, sizeof e.pod);
+                v.pod = pod_of(e);
                 v.imported = (e.flags & format::kEntryFlagImported) != 0;
                 v.claim = (e.flags & format::kEntryFlagClaim) != 0;
             }

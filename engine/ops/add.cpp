@@ -59,11 +59,30 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     if (auto st = lease.acquire(); !st) return st.error();
     if (store_.retired()) return retired_error();
     reap_dead_leases(store_);
+    if (req.claim) return add_for_claim(req, *requests, lease.handle());
+    if (claims_due()) expire_claims_with(lease.handle());
 
-    // 3. Claim the attachment's entry. Existing: answer its addresses. Busy: 11.
     const Fingerprint fp = fingerprint(req.key.container_id, req.key.ifname);
+    const std::string pod = req.pod.name.empty() ? "" : req.pod.namespace_ + "/" + req.pod.name;
+    const AttachmentText text{req.key.container_id, req.key.ifname, pod, 0, 0};
+    auto added = add_entry(fp, text, req, *requests, lease.handle(), 0);
+    // A full network may hold claims whose policy has freed them: the ADD that meets them frees
+    // them (docs/fixed-ips.md), then tries once more.
+    if (!added && added.error().code == Code::kNoAddressFree &&
+        expire_claims_with(lease.handle()) > 0) {
+        added = add_entry(fp, text, req, *requests, lease.handle(), 0);
+    }
+    if (!added) return added.error();
+    return std::move(added->outcome);
+}
+
+Expected<Allocator::Added> Allocator::add_entry(
+    const Fingerprint& fp, const AttachmentText& text, const AddRequest& req,
+    const std::vector<std::optional<IpAddress>>& requests, const shm::LeaseHandle& lease,
+    uint64_t claim_binding) {
+    // 3. Claim the attachment's entry. Existing: answer its addresses. Busy: 11.
     AttachmentIndex index = make_index(store_);
-    const EntryClaim claim = index.claim(fp, lease.handle());
+    const EntryClaim claim = index.claim(fp, lease);
     switch (claim.kind) {
         case ClaimKind::kExisting: {
             if (store_.index().entry(claim.entry.index).flags & format::kEntryFlagPartial) {
@@ -73,13 +92,13 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
             }
             auto addrs = describe(claim.entry.index, claim.entry.word);
             if (!addrs) return addrs.error();
-            return AddOutcome{std::move(*addrs), true};
+            return Added{AddOutcome{std::move(*addrs), true}, claim.entry.index, claim.entry.word};
         }
         case ClaimKind::kBusy:
             shm::bump_counter(store_.index().header().busy_rejections);
             return make_error(Code::kTryAgainLater, "another ADD for container " +
-                                                        req.key.container_id + " interface " +
-                                                        req.key.ifname + " is in progress");
+                                                        text.container_id + " interface " +
+                                                        text.ifname + " is in progress");
         case ClaimKind::kFull:
             return make_error(Code::kIndexFull, "the network's attachment index is full",
                               std::to_string(store_.index().entry_count()) + " entries");
@@ -91,11 +110,10 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const uint64_t entry_word = claim.entry.word;
     format::Entry& ent = store_.index().entry(e);
     ent.created_unix_ns = base::unix_ns();
-    ent.flags = req.flags & format::kEntryFlagClaim;  // the only flag an ADD may ask for
-    copy_truncated(ent.ifname, sizeof ent.ifname, req.key.ifname);
-    copy_truncated(ent.container_id, sizeof ent.container_id, req.key.container_id);
-    const std::string pod = req.pod.name.empty() ? "" : req.pod.namespace_ + "/" + req.pod.name;
-    copy_truncated(ent.pod, sizeof ent.pod, pod);
+    ent.flags = text.flags;
+    copy_truncated(ent.ifname, sizeof ent.ifname, text.ifname);
+    copy_truncated(ent.container_id, sizeof ent.container_id, text.container_id);
+    set_pod(ent, text.pod, text.claim_keep_idle, claim_binding);
     set_network_tag(ent, req.network_tag);
     std::memset(ent.refs, 0, sizeof ent.refs);
     std::atomic_thread_fence(std::memory_order_release);
@@ -106,7 +124,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     //    CLAIMING until all have one; on failure, roll back and answer the error.
     std::vector<ClaimedSlot> claimed;
     size_t current_set = 0;
-    ArenaScanner scanner(store_, lease.handle(), slot_healer(store_));
+    ArenaScanner scanner(store_, lease, slot_healer(store_));
     ClaimContext ctx{scanner, store_.index().header().cursor, cfg_.reuse_delay_ms * 1'000'000,
                      base::boot_ns(), [&](const IpAddress& a) {
                          format::AddressRef& ref = ent.refs[current_set];
@@ -121,8 +139,8 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     // Every range set keeps its slot CLAIMING until all have one; then they publish together.
     for (current_set = 0; current_set < cfg_.range_sets.size(); ++current_set) {
         const RangeSet& set = cfg_.range_sets[current_set];
-        auto got = (*requests)[current_set] ? claim_requested(ctx, set, *(*requests)[current_set])
-                                            : claim_next(ctx, set, current_set);
+        auto got = requests[current_set] ? claim_requested(ctx, set, *requests[current_set])
+                                         : claim_next(ctx, set, current_set);
         if (!got) {
             roll_back_claim(store_, e, entry_word, /*alloc_may_be_journaled=*/false);
             return got.error();
@@ -135,13 +153,14 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const uint64_t now = base::unix_ns();
     const uint16_t tenancy = EntryWord::decode(entry_word).gen;
     {
-        const AttachmentText text{req.key.container_id, req.key.ifname, pod, ent.flags, now};
+        AttachmentText stamped = text;
+        stamped.created_unix_ns = now;
         std::vector<format::JournalRecord> records;
         for (size_t s = 0; s < claimed.size(); ++s) {
             const IpAddress& a = claimed[s].address;
             records.push_back(make_record(
                 format::JournalOp::kAlloc, a, store_.block_prefix(a.family), s,
-                shm::SlotWord::decode(claimed[s].word).gen + 1, fp, text, store_.boot_id(), now));
+                shm::SlotWord::decode(claimed[s].word).gen + 1, fp, stamped, store_.boot_id(), now));
         }
         if (auto st = store_.append_journal(records); !st) {
             roll_back_claim(store_, e, entry_word);
@@ -177,7 +196,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     const uint64_t committed = EntryWord::next(entry_word, EntryState::kCommitted, fp.fp16());
     auto addrs = describe(e, committed);
     if (!addrs) return addrs.error();
-    return AddOutcome{std::move(*addrs), false};
+    return Added{AddOutcome{std::move(*addrs), false}, e, committed};
 }
 
 }  // namespace shmipam::engine

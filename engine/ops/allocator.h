@@ -9,18 +9,28 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "engine/addr/fingerprint.h"
+#include "engine/slots/attachment_index.h"
+#include "engine/slots/entry_fields.h"
 #include "engine/state/network_config.h"
 #include "engine/state/network_store.h"
 
 namespace shmipam::engine {
 
+// A fixed address (docs/fixed-ips.md): the addresses are held by a claim keyed by a name, and
+// the request's sandbox uses them while the claim is bound to it.
+struct ClaimSpec {
+    std::string key;                                // "sts:<ns>/<pod>/<ifname>" (pools/sticky.h)
+    uint64_t keep_idle = format::kKeepIdleForever;  // format.h, ClaimFields::keep_idle
+};
+
 struct AddRequest {
-    AttachmentKey key;
+    AttachmentKey key;  // the sandbox's
     std::vector<IpAddress> requested;  // at most one per range set
     PodRef pod;
     uint64_t network_tag = 0;  // pool mode: which network's ADD (format.h, Entry::network_tag)
-    uint8_t flags = 0;         // recorded with the entry and its records: kEntryFlagClaim
+    std::optional<ClaimSpec> claim;
 };
 
 struct AllocatedAddress {
@@ -36,6 +46,21 @@ struct AddOutcome {
 
 struct GcOutcome {
     size_t released = 0;
+    size_t claims_expired = 0;
+};
+
+// A claim as tools show it (shmipamctl claims).
+struct ClaimView {
+    std::string key;  // "sts:<ns>/<pod>/<ifname>"
+    std::string pod;  // the pod that made it
+    std::vector<IpAddress> addresses;
+    enum class Use { kInUse, kIdle, kUnknownSandbox, kExpiring } use = Use::kIdle;
+    std::string container_id;  // kInUse: the sandbox using it
+    uint64_t idle_since_unix_s = 0;
+    uint64_t keep_idle = format::kKeepIdleForever;
+    // kIdle with a time limit: when the next invocation that meets it frees it (0: never).
+    uint64_t expires_unix_s = 0;
+    uint64_t created_unix_ns = 0;
 };
 
 // An attachment an operator's release (or GC) let go of, or would in a dry run.
@@ -60,8 +85,20 @@ class Allocator {
     // that network made (pool mode: a pool is shared by networks, and GC is per network).
     Expected<GcOutcome> gc(const std::vector<AttachmentKey>& valid,
                            std::optional<uint64_t> only_tag = std::nullopt);
-    // kUnavailable when some range set could not serve an ADD.
+    // kUnavailable when some range set could not serve an ADD. Frees expired claims first.
     Status status();
+
+    // Fixed addresses (claims.cpp). Frees every claim whose policy says it has been idle long
+    // enough, and completes releases of claims left expiring; how many.
+    Expected<size_t> expire_claims();
+    // Every claim of the network, read without a lease.
+    std::vector<ClaimView> claims();
+    // The operator's release of claims (shmipamctl release --claim): those the filter accepts.
+    // A claim in use by a live sandbox is released only with `in_use_too`.
+    Expected<std::vector<ClaimView>> release_claims(
+        const std::function<bool(const ClaimView&)>& filter, bool in_use_too, bool dry_run);
+    // The clock claims are judged by (unix seconds); tests replace it.
+    void use_clock(std::function<uint64_t()> unix_s) { now_s_ = std::move(unix_s); }
 
     // Operator releases (shmipamctl). Each attachment is released with a CAS from the word it
     // was seen with, so one re-claimed meanwhile is never touched. Dry run: only report.
@@ -72,6 +109,36 @@ class Allocator {
                                                               bool dry_run);
 
   private:
+    struct Added {
+        AddOutcome outcome;
+        uint64_t entry = 0;
+        uint64_t word = 0;  // committed
+    };
+    // ADD steps 3 to 9 for one entry keyed by fp (the sandbox's, or a claim's).
+    Expected<Added> add_entry(const Fingerprint& fp, const AttachmentText& text,
+                              const AddRequest& req,
+                              const std::vector<std::optional<IpAddress>>& requests,
+                              const shm::LeaseHandle& lease, uint64_t claim_binding);
+    Expected<AddOutcome> add_for_claim(const AddRequest& req,
+                                       const std::vector<std::optional<IpAddress>>& requests,
+                                       const shm::LeaseHandle& lease);
+    // The claim a sandbox entry (kEntryFlagBinding) names, if that claim is still committed:
+    // its index and committed word.
+    std::optional<EntryRef> claim_of(uint64_t sandbox_entry);
+    // Whether the sandbox entry (index, tenancy) is alive (claiming or committed).
+    bool sandbox_alive(uint64_t entry_index, uint16_t tenancy);
+    // Binds the claim to the sandbox entry, unless a newer sandbox of the name holds it.
+    enum class Bound { kDone, kNewerSandbox, kClaimGoing };
+    Bound bind(const EntryRef& claim, uint64_t sandbox_entry, uint64_t sandbox_word);
+    // A sandbox entry being released: unbinds its claim if bound to it; the claim to release
+    // now when its policy frees it at DEL.
+    std::optional<EntryRef> unbind(uint64_t sandbox_entry, uint64_t sandbox_word);
+    size_t expire_claims_with(const shm::LeaseHandle& lease);
+    // Whether an idle claim may be due (the index header's claim_due_unix_s has passed).
+    bool claims_due();
+    ClaimView view_claim(uint64_t entry_index, uint64_t entry_word);
+    uint64_t now_s() const { return now_s_(); }
+
     // Whether a's slot is ALLOCATED to (entry_index, tenancy).
     bool slot_owned_by(const IpAddress& a, uint64_t entry_index, uint16_t tenancy);
     // The addresses of the entry, read consistently with its state being entry_word; 11 when a
@@ -83,9 +150,13 @@ class Allocator {
     // kIo when a block could not be opened (the release stays RELEASING for a retry to finish).
     enum class Released { kDone, kChanged, kIo };
     Released release_entry(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease);
+    // The release itself (release_entry adds what claims and their sandboxes need).
+    Released release_committed(uint64_t entry_index, uint64_t word,
+                               const shm::LeaseHandle& lease);
 
     NetworkStore& store_;
     const NetworkConfig& cfg_;
+    std::function<uint64_t()> now_s_ = [] { return base::unix_ns() / 1'000'000'000; };
 };
 
 }  // namespace shmipam::engine

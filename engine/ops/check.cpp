@@ -63,9 +63,18 @@ Expected<std::vector<AllocatedAddress>> Allocator::addresses_of(const Attachment
     const Fingerprint fp = fingerprint(key.container_id, key.ifname);
     AttachmentIndex index = make_index(store_);
     for (const EntryRef& e : index.find(fp)) {
-        if (EntryWord::decode(e.word).state == EntryState::kCommitted) {
-            return describe(e.index, e.word);
+        if (EntryWord::decode(e.word).state != EntryState::kCommitted) continue;
+        if (!uses_a_claim(store_.index().entry(e.index).flags)) return describe(e.index, e.word);
+        // A sandbox using a claim holds the claim's addresses while the claim is bound to it.
+        const auto claim = claim_of(e.index);
+        if (claim && shm::load_word(store_.index().entry(claim->index).claim.binding) ==
+                         shm::ClaimBinding::bound(e.index, EntryWord::decode(e.word).gen)) {
+            return describe(claim->index, claim->word);
         }
+        return make_error(Code::kCheckNoAllocation,
+                          "container " + key.container_id + " interface " + key.ifname +
+                              " no longer holds its pod's fixed addresses (a newer sandbox of "
+                              "the pod holds them, or the claim was released)");
     }
     return make_error(Code::kCheckNoAllocation, "no address is allocated to container " +
                                                     key.container_id + " interface " + key.ifname);
@@ -73,6 +82,9 @@ Expected<std::vector<AllocatedAddress>> Allocator::addresses_of(const Attachment
 
 Status Allocator::status() {
     reap_dead_leases(store_);  // STATUS sweeps what dead invocations left
+    if (claims_due()) {
+        if (auto freed = expire_claims(); !freed) return freed.error();
+    }
     for (size_t s = 0; s < cfg_.range_sets.size(); ++s) {
         auto ok = can_serve(store_, cfg_.range_sets[s]);
         if (!ok) return ok.error();

@@ -28,6 +28,37 @@ constexpr uint64_t kBusyWaitNs = 2'000'000'000;  // then 11: the runtime retries
 Allocator::Released Allocator::release_entry(uint64_t entry_index, uint64_t word,
                                              const shm::LeaseHandle& lease) {
     AttachmentIndex index = make_index(store_);
+    format::Entry& ent = store_.index().entry(entry_index);
+    const uint8_t flags = ent.flags;  // written before the commit: fixed for the tenancy
+    // A claim being released is marked expiring first, so that no ADD binds it meanwhile.
+    std::optional<uint64_t> binding_before;
+    if (held_for_a_name(flags) && shm::load_word(ent.state) == word) {
+        uint64_t b = shm::load_word(ent.claim.binding);
+        if (b != shm::ClaimBinding::expiring() &&
+            shm::cas_word(ent.claim.binding, b, shm::ClaimBinding::expiring())) {
+            binding_before = b;
+        }
+    }
+    // A sandbox using a claim lets go of it first (a crash after this leaves the sandbox entry
+    // for its retried DEL, which then frees nothing).
+    std::optional<EntryRef> claim_to_free;
+    if (uses_a_claim(flags) && shm::load_word(ent.state) == word) {
+        claim_to_free = unbind(entry_index, word);
+    }
+    const Released done = release_committed(entry_index, word, lease);
+    if (done == Released::kChanged && binding_before) {
+        uint64_t expiring = shm::ClaimBinding::expiring();
+        shm::cas_word(ent.claim.binding, expiring, *binding_before);  // not ours to mark
+    }
+    if (done == Released::kDone && claim_to_free) {
+        (void)release_entry(claim_to_free->index, claim_to_free->word, lease);
+    }
+    return done;
+}
+
+Allocator::Released Allocator::release_committed(uint64_t entry_index, uint64_t word,
+                                                 const shm::LeaseHandle& lease) {
+    AttachmentIndex index = make_index(store_);
     store_.index().leases().set_target(lease, entry_index, EntryWord::decode(word).gen);
     SHMIPAM_FAULT("del.after_target");
     uint64_t releasing = 0;
@@ -43,6 +74,7 @@ Status Allocator::del(const AttachmentKey& key) {
     if (auto st = lease.acquire(); !st) return st.error();
     if (store_.retired()) return retired_error();
     reap_dead_leases(store_);
+    if (claims_due()) expire_claims_with(lease.handle());
     const Fingerprint fp = fingerprint(key.container_id, key.ifname);
     AttachmentIndex index = make_index(store_);
     const uint64_t deadline = base::boot_ns() + kBusyWaitNs;
@@ -95,7 +127,9 @@ Expected<GcOutcome> Allocator::gc(const std::vector<AttachmentKey>& valid,
         },
         false);
     if (!released) return released.error();
-    return GcOutcome{released->size()};
+    auto expired = expire_claims();
+    if (!expired) return expired.error();
+    return GcOutcome{released->size(), *expired};
 }
 
 namespace {
@@ -104,7 +138,7 @@ ReleasedAttachment view_of(const format::Entry& e) {
     ReleasedAttachment r;
     r.container_id = std::string(e.container_id, strnlen(e.container_id, sizeof e.container_id));
     r.ifname = std::string(e.ifname, strnlen(e.ifname, sizeof e.ifname));
-    r.pod = std::string(e.pod, strnlen(e.pod, sizeof e.pod));
+    r.pod = pod_of(e);
     for (size_t k = 0; k < std::min<size_t>(e.ref_count, format::kMaxRangeSets); ++k) {
         if (e.refs[k].family == 4 || e.refs[k].family == 6)
             r.addresses.push_back(ref_address(e.refs[k]));

@@ -25,7 +25,8 @@ uint64_t first_tenancy_word(const Fingerprint& fp) {
 
 }  // namespace
 
-Expected<uint64_t> AsideBuilder::add_entry(const Fingerprint& fp, const AttachmentText& text) {
+Expected<uint64_t> AsideBuilder::add_entry(const Fingerprint& fp, const AttachmentText& text,
+                                           uint64_t claim_binding) {
     const uint64_t mask = aside_.entry_count() - 1;
     uint64_t e = fp.fp1 & mask;
     uint64_t d = 0;
@@ -42,7 +43,7 @@ Expected<uint64_t> AsideBuilder::add_entry(const Fingerprint& fp, const Attachme
     ent.flags = text.flags;
     copy_truncated(ent.container_id, sizeof ent.container_id, text.container_id);
     copy_truncated(ent.ifname, sizeof ent.ifname, text.ifname);
-    copy_truncated(ent.pod, sizeof ent.pod, text.pod);
+    set_pod(ent, text.pod, text.claim_keep_idle, claim_binding);
     ent.ref_count = uint8_t(std::min(range_sets_, format::kMaxRangeSets));
     ent.state = committed;
     return e;

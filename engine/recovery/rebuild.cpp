@@ -7,6 +7,8 @@
 #include "engine/policy/next_fit.h"
 #include "engine/slots/entry_fields.h"
 #include "engine/state/journal_records.h"
+#include "shm/atomic_word.h"
+#include "shm/codec.h"
 
 namespace shmipam::engine {
 
@@ -62,9 +64,22 @@ Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
             if (fresh) {
                 const AttachmentText text{fixed(r->container_id, sizeof r->container_id),
                                           fixed(r->ifname, sizeof r->ifname),
-                                          fixed(r->pod, sizeof r->pod), uint8_t(r->flags),
-                                          r->unix_ns};
-                auto e = builder.add_entry(fp, text);
+                                          fixed(r->pod, sizeof r->pod),
+                                          uint8_t(r->flags),
+                                          r->unix_ns,
+                                          r->claim_keep_idle};
+                // A claim's sandbox is not journaled: one of an earlier boot is gone (the claim
+                // is idle from now); one of this boot may still run, unknown to the new index
+                // (docs/fixed-ips.md, "Rebuilds").
+                const bool earlier_boot = std::memcmp(r->boot_id, boot_id.data(), 16) != 0;
+                const uint64_t binding =
+                    earlier_boot ? shm::ClaimBinding::idle(now_unix_ns / 1'000'000'000) : 0;
+                auto e = builder.add_entry(fp, text, binding);
+                if (earlier_boot && held_for_a_name(r->flags)) {
+                    const uint64_t due =
+                        claim_due_at(r->claim_keep_idle, now_unix_ns / 1'000'000'000);
+                    if (due != 0) shm::lower_nonzero_word(aside.header().claim_due_unix_s, due);
+                }
                 if (!e) return e.error();
                 it->second = *e;
                 ++stats.attachments;

@@ -38,8 +38,11 @@ Expected<size_t> rejournal_allocations(NetworkStore& store) {
             auto fp = AttachmentIndex::read_fp(e, ew);
             if (!fp) continue;
             const AttachmentText text{fixed(e.container_id, sizeof e.container_id),
-                                      fixed(e.ifname, sizeof e.ifname), fixed(e.pod, sizeof e.pod),
-                                      e.flags, shm::load_word(s.allocated_unix_ns)};
+                                      fixed(e.ifname, sizeof e.ifname),
+                                      pod_of(e),
+                                      e.flags,
+                                      shm::load_word(s.allocated_unix_ns),
+                                      held_for_a_name(e.flags) ? e.claim.keep_idle : 0};
             const size_t range_set = shm::SlotOwner::range_set(shm::load_word(s.owner));
             missing.push_back(make_record(format::JournalOp::kAlloc, a, b->header().prefix,
                                           range_set, sw.gen, *fp, text, store.boot_id(),

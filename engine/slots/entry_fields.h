@@ -19,6 +19,24 @@ inline bool held_for_a_name(uint32_t flags) {
     return (flags & format::kEntryFlagClaim) != 0;
 }
 
+// A sandbox using a claim's addresses (format.h, kEntryFlagBinding): it holds no slot itself.
+inline bool uses_a_claim(uint32_t flags) {
+    return (flags & format::kEntryFlagBinding) != 0;
+}
+
+// A claim freed "at DEL" whose DEL never came (its ADD died before binding, or the DEL died
+// between unbinding and releasing) is freed this long after it was seen idle: long enough that
+// an ADD between committing a claim and binding it is never overtaken.
+inline constexpr uint64_t kAtDeleteGraceS = 60;
+
+// When a claim idle since idle_since_s (unix seconds) may be freed by its policy (format.h,
+// ClaimFields::keep_idle); 0 never.
+inline uint64_t claim_due_at(uint64_t keep_idle, uint64_t idle_since_s) {
+    if (keep_idle == format::kKeepIdleForever) return 0;
+    if (keep_idle == format::kKeepIdleNone) return idle_since_s + kAtDeleteGraceS;
+    return idle_since_s + (keep_idle - 1);
+}
+
 // An attachment's text, as its entry and its journal records hold it (truncated to the fields).
 struct AttachmentText {
     std::string container_id;
@@ -26,6 +44,7 @@ struct AttachmentText {
     std::string pod;
     uint8_t flags = 0;
     uint64_t created_unix_ns = 0;
+    uint64_t claim_keep_idle = 0;  // kEntryFlagClaim: ClaimFields::keep_idle
 };
 
 // Copies s into a NUL-terminated field of cap bytes, truncating (display fields).
@@ -37,6 +56,24 @@ inline void copy_truncated(char* dst, size_t cap, const std::string& s) {
 // The text of a NUL-terminated (or full) fixed field.
 inline std::string fixed(const char* s, size_t cap) {
     return std::string(s, strnlen(s, cap));
+}
+
+// The pod an entry names (a claim entry keeps a shorter copy beside its claim words).
+inline std::string pod_of(const format::Entry& e) {
+    if (held_for_a_name(e.flags)) return fixed(e.claim.pod, sizeof e.claim.pod);
+    return fixed(e.pod, sizeof e.pod);
+}
+// Writes the pod's name; the entry's flags must already be set. A claim entry's claim words are
+// set with it: `binding` as given, keep_idle from the text.
+inline void set_pod(format::Entry& e, const std::string& pod, uint64_t keep_idle = 0,
+                    uint64_t binding = 0) {
+    if (held_for_a_name(e.flags)) {
+        e.claim.binding = binding;
+        e.claim.keep_idle = keep_idle;
+        copy_truncated(e.claim.pod, sizeof e.claim.pod, pod);
+    } else {
+        copy_truncated(e.pod, sizeof e.pod, pod);
+    }
 }
 
 // The entry's network tag (pool mode), 48 bits little-endian.

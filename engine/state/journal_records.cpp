@@ -28,6 +28,7 @@ format::JournalRecord make_record(format::JournalOp op, const IpAddress& address
     copy_truncated(r.container_id, sizeof r.container_id, text.container_id);
     copy_truncated(r.ifname, sizeof r.ifname, text.ifname);
     copy_truncated(r.pod, sizeof r.pod, text.pod);
+    r.claim_keep_idle = text.claim_keep_idle;
     return r;
 }
 

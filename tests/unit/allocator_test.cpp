@@ -194,14 +194,14 @@ TEST_F(AllocatorTest, GcReleasesEverythingNotValid) {
 // GC, which releases what the runtime no longer has, must leave it alone.
 TEST_F(AllocatorTest, GcNeverReleasesAClaim) {
     open({range_set({{"10.1.0.0/24", "", "", ""}})});
-    engine::AddRequest claim = add_request("sts:shop/db-0", "eth0");
-    claim.flags = format::kEntryFlagClaim;
+    engine::AddRequest claim = add_request("c1", "eth0");
+    claim.claim = engine::ClaimSpec{"sts:shop/db-0/eth0"};
     ASSERT_TRUE(alloc->add(claim));
     ASSERT_TRUE(alloc->add(add_request("a")));
     auto out = alloc->gc({});
     ASSERT_TRUE(out);
-    EXPECT_EQ(out->released, 1u) << "only the sandbox's";
-    auto kept = alloc->addresses_of({"sts:shop/db-0", "eth0"});
+    EXPECT_EQ(out->released, 2u) << "the sandboxes' entries: a's, and c1's, which held nothing";
+    auto kept = alloc->addresses_of({"sts:shop/db-0/eth0", "eth0"});
     ASSERT_TRUE(kept);
     EXPECT_EQ(kept->at(0).address.to_string(), "10.1.0.2");
     EXPECT_EQ(in_use(), 1u);

@@ -108,8 +108,8 @@ TEST_F(RebuildTest, AfterARebootOrdinaryAllocationsAreReclaimedAndCoolDownsKept)
 
 // A claim is held for a name, not for a sandbox: a reboot ends every sandbox but not the name.
 TEST_F(RebuildTest, AfterARebootClaimsAreKeptAndOrdinaryAllocationsReclaimed) {
-    AddRequest claim = testing::add_request("sts:shop/db-0");
-    claim.flags = format::kEntryFlagClaim;
+    AddRequest claim = testing::add_request("c1");
+    claim.claim = engine::ClaimSpec{"sts:shop/db-0"};
     ASSERT_TRUE(alloc->add(claim));                      // .2
     ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .3
     const auto claimed = addresses("sts:shop/db-0");

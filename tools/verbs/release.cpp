@@ -32,8 +32,7 @@ int cmd_release(const Options& o) {
     if (!o.pod.empty()) {
         return report_released(o, alloc.release_where(
                                       [&](const format::Entry& e, const engine::Fingerprint&) {
-                                          return std::string(e.pod, strnlen(e.pod, sizeof e.pod)) ==
-                                                 o.pod;
+                                          return engine::pod_of(e) == o.pod;
                                       },
                                       !o.apply));
     }

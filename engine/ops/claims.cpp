@@ -1,0 +1,340 @@
+// Fixed addresses (docs/fixed-ips.md, "Design"): a claim entry keyed by a name holds the
+// addresses; the sandbox entry of whichever sandbox of the name was added last uses them. The
+// claim's binding word says which sandbox, or since when nobody; every change of it is one CAS,
+// so a bind, an unbind and an expiry of one claim are totally ordered.
+#include <cstring>
+
+#include "base/fault_point.h"
+#include "engine/ops/allocator.h"
+#include "engine/ops/lease_guard.h"
+#include "engine/recovery/recovery.h"
+#include "shm/atomic_word.h"
+
+namespace shmipam::engine {
+
+using format::EntryState;
+using shm::ClaimBinding;
+using shm::EntryWord;
+
+namespace {
+
+uint64_t due_at(uint64_t keep_idle, uint64_t idle_since_s) {
+    return claim_due_at(keep_idle, idle_since_s);
+}
+
+bool committed_claim(const format::Entry& e, uint64_t word) {
+    return EntryWord::decode(word).state == EntryState::kCommitted && held_for_a_name(e.flags);
+}
+
+}  // namespace
+
+std::optional<EntryRef> Allocator::claim_of(uint64_t sandbox_entry) {
+    const auto [ci, tenancy] =
+        shm::decode_bound_claim(store_.index().entry(sandbox_entry).bound_claim);
+    if (ci >= store_.index().entry_count()) return std::nullopt;
+    const format::Entry& c = store_.index().entry(ci);
+    const uint64_t w = shm::load_word(c.state);
+    if (!committed_claim(c, w) || EntryWord::decode(w).gen != tenancy) return std::nullopt;
+    return EntryRef{ci, w};
+}
+
+bool Allocator::sandbox_alive(uint64_t entry_index, uint16_t tenancy) {
+    if (entry_index >= store_.index().entry_count()) return false;
+    const format::Entry& e = store_.index().entry(entry_index);
+    const EntryWord w = EntryWord::decode(shm::load_word(e.state));
+    return w.state == EntryState::kCommitted && w.gen == tenancy && uses_a_claim(e.flags);
+}
+
+Allocator::Bound Allocator::bind(const EntryRef& claim, uint64_t sandbox_entry,
+                                 uint64_t sandbox_word) {
+    format::Entry& c = store_.index().entry(claim.index);
+    const uint16_t tenancy = EntryWord::decode(sandbox_word).gen;
+    const uint64_t created = store_.index().entry(sandbox_entry).created_unix_ns;
+    const uint64_t desired = ClaimBinding::bound(sandbox_entry, tenancy);
+    for (;;) {
+        if (shm::load_word(c.state) != claim.word) return Bound::kClaimGoing;
+        uint64_t w = shm::load_word(c.claim.binding);
+        const ClaimBinding b = ClaimBinding::decode(w);
+        if (b.kind == ClaimBinding::Kind::kExpiring) return Bound::kClaimGoing;
+        if (w == desired) return Bound::kDone;
+        // The design document's forced update: the newest sandbox of the name takes the claim
+        // over, and an older one (a repeated ADD of it) never takes it back.
+        if (b.kind == ClaimBinding::Kind::kBound && sandbox_alive(b.entry, b.tenancy) &&
+            store_.index().entry(b.entry).created_unix_ns > created) {
+            return Bound::kNewerSandbox;
+        }
+        SHMIPAM_FAULT("claim.before_bind");
+        if (!shm::cas_word(c.claim.binding, w, desired)) continue;
+        // Released and claimed anew meanwhile (its binding word equal by chance): give the new
+        // tenancy back what it had.
+        if (shm::load_word(c.state) != claim.word) {
+            uint64_t mine = desired;
+            shm::cas_word(c.claim.binding, mine, w);
+            return Bound::kClaimGoing;
+        }
+        return Bound::kDone;
+    }
+}
+
+std::optional<EntryRef> Allocator::unbind(uint64_t sandbox_entry, uint64_t sandbox_word) {
+    const auto claim = claim_of(sandbox_entry);
+    if (!claim) return std::nullopt;
+    format::Entry& c = store_.index().entry(claim->index);
+    const uint64_t mine = ClaimBinding::bound(sandbox_entry, EntryWord::decode(sandbox_word).gen);
+    const bool free_now = c.claim.keep_idle == format::kKeepIdleNone;
+    const uint64_t now = now_s();
+    uint64_t w = mine;
+    if (!shm::cas_word(c.claim.binding, w, free_now ? ClaimBinding::expiring()
+                                                    : ClaimBinding::idle(now))) {
+        return std::nullopt;  // a newer sandbox holds it, or it is going anyway
+    }
+    SHMIPAM_FAULT("claim.after_unbind");
+    if (shm::load_word(c.state) != claim->word) return std::nullopt;
+    if (free_now) return claim;
+    if (const uint64_t due = due_at(c.claim.keep_idle, now); due != 0) {
+        shm::lower_nonzero_word(store_.index().header().claim_due_unix_s, due);
+    }
+    return std::nullopt;
+}
+
+Expected<AddOutcome> Allocator::add_for_claim(
+    const AddRequest& req, const std::vector<std::optional<IpAddress>>& requests,
+    const shm::LeaseHandle& lease) {
+    const ClaimSpec& spec = *req.claim;
+    const Fingerprint sandbox_fp = fingerprint(req.key.container_id, req.key.ifname);
+    const Fingerprint claim_fp = fingerprint(spec.key, req.key.ifname);
+    const std::string pod = req.pod.name.empty() ? "" : req.pod.namespace_ + "/" + req.pod.name;
+    const AttachmentText claim_text{spec.key, req.key.ifname,        pod,
+                                    format::kEntryFlagClaim, 0, spec.keep_idle};
+    AttachmentIndex index = make_index(store_);
+    if (claims_due()) expire_claims_with(lease);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        // a) A repeated ADD of this sandbox answers what it uses.
+        std::optional<EntryRef> mine;
+        for (const EntryRef& e : index.find(sandbox_fp)) {
+            if (EntryWord::decode(e.word).state == EntryState::kCommitted) mine = e;
+        }
+        if (mine) {
+            if (!uses_a_claim(store_.index().entry(mine->index).flags)) {
+                // Added before the pod was sticky: an ordinary attachment, answered as one.
+                auto addrs = describe(mine->index, mine->word);
+                if (!addrs) return addrs.error();
+                return AddOutcome{std::move(*addrs), true};
+            }
+            if (auto claim = claim_of(mine->index)) {
+                const Bound b = bind(*claim, mine->index, mine->word);
+                if (b == Bound::kDone) {
+                    auto addrs = describe(claim->index, claim->word);
+                    if (!addrs) return addrs.error();
+                    return AddOutcome{std::move(*addrs), true};
+                }
+                if (b == Bound::kNewerSandbox) {
+                    return make_error(Code::kClaimMoved,
+                                      "the addresses of " + spec.key +
+                                          " moved to a newer sandbox of the pod: container " +
+                                          req.key.container_id + " no longer holds them");
+                }
+            }
+            // Its claim is gone (freed by its policy or an operator): end this sandbox's entry
+            // and claim anew.
+            if (release_entry(mine->index, mine->word, lease) == Released::kIo) {
+                return make_error(Code::kIo, "cannot release a stale sandbox entry", store_.dir());
+            }
+            continue;
+        }
+        // b) The name's claim: the one it has, or a new one, idle until bound below.
+        auto claim = add_entry(claim_fp, claim_text, req, requests, lease,
+                               ClaimBinding::idle(now_s()));
+        if (!claim && claim.error().code == Code::kNoAddressFree &&
+            expire_claims_with(lease) > 0) {
+            claim = add_entry(claim_fp, claim_text, req, requests, lease,
+                              ClaimBinding::idle(now_s()));
+        }
+        if (!claim) return claim.error();
+        SHMIPAM_FAULT("claim.after_claim_commit");
+        const EntryRef claim_ref{claim->entry, claim->word};
+        // c) The sandbox's entry, naming the claim; it holds no slot itself.
+        const EntryClaim sandbox = index.claim(sandbox_fp, lease);
+        if (sandbox.kind == ClaimKind::kExisting) continue;  // a concurrent ADD of it: look again
+        if (sandbox.kind == ClaimKind::kBusy) {
+            shm::bump_counter(store_.index().header().busy_rejections);
+            return make_error(Code::kTryAgainLater, "another ADD for container " +
+                                                        req.key.container_id + " interface " +
+                                                        req.key.ifname + " is in progress");
+        }
+        if (sandbox.kind == ClaimKind::kFull) {
+            return make_error(Code::kIndexFull, "the network's attachment index is full",
+                              std::to_string(store_.index().entry_count()) + " entries");
+        }
+        format::Entry& ent = store_.index().entry(sandbox.entry.index);
+        ent.created_unix_ns = base::unix_ns();
+        ent.ref_count = 0;
+        ent.flags = format::kEntryFlagBinding;
+        copy_truncated(ent.ifname, sizeof ent.ifname, req.key.ifname);
+        copy_truncated(ent.container_id, sizeof ent.container_id, req.key.container_id);
+        set_pod(ent, pod);
+        set_network_tag(ent, req.network_tag);
+        std::atomic_thread_fence(std::memory_order_release);
+        ent.bound_claim =
+            shm::encode_bound_claim(claim->entry, EntryWord::decode(claim->word).gen);
+        SHMIPAM_FAULT("claim.before_sandbox_commit");
+        if (!index.commit(sandbox.entry, sandbox_fp)) {
+            roll_back_claim(store_, sandbox.entry.index, sandbox.entry.word);
+            return make_error(Code::kTryAgainLater,
+                              "the claim was rolled back by another invocation");
+        }
+        const uint64_t committed =
+            EntryWord::next(sandbox.entry.word, EntryState::kCommitted, sandbox_fp.fp16());
+        SHMIPAM_FAULT("claim.after_sandbox_commit");
+        // d) Bind the claim to it.
+        switch (bind(claim_ref, sandbox.entry.index, committed)) {
+            case Bound::kDone:
+                shm::bump_counter(store_.index().header().adds);
+                return std::move(claim->outcome);
+            case Bound::kNewerSandbox:
+                (void)release_entry(sandbox.entry.index, committed, lease);
+                return make_error(Code::kClaimMoved, "a newer sandbox of the pod holds " +
+                                                         spec.key + " (added concurrently)");
+            case Bound::kClaimGoing:
+                (void)release_entry(sandbox.entry.index, committed, lease);
+                continue;
+        }
+    }
+    return make_error(Code::kTryAgainLater,
+                      "the claim " + spec.key + " kept changing under this ADD: retry");
+}
+
+bool Allocator::claims_due() {
+    const uint64_t due = shm::load_word(store_.index().header().claim_due_unix_s);
+    return due != 0 && now_s() >= due;
+}
+
+size_t Allocator::expire_claims_with(const shm::LeaseHandle& lease) {
+    shm::IndexFile& idx = store_.index();
+    // Cleared before the walk: a claim left idle meanwhile lowers it again itself, and every
+    // claim the walk finds idle and not yet due lowers it below.
+    shm::store_word(idx.header().claim_due_unix_s, 0, std::memory_order_seq_cst);
+    const uint64_t now = now_s();
+    size_t freed = 0;
+    for (uint64_t i = 0; i < idx.entry_count(); ++i) {
+        const uint64_t w = shm::load_word(idx.entry(i).state);
+        format::Entry& c = idx.entry(i);
+        if (!committed_claim(c, w)) continue;
+        uint64_t bw = shm::load_word(c.claim.binding);
+        const ClaimBinding b = ClaimBinding::decode(bw);
+        bool release = b.kind == ClaimBinding::Kind::kExpiring;
+        if (b.kind == ClaimBinding::Kind::kBound && !sandbox_alive(b.entry, b.tenancy)) {
+            // Its sandbox ended without unbinding (it died between the two): idle from now.
+            if (shm::cas_word(c.claim.binding, bw, ClaimBinding::idle(now))) {
+                if (const uint64_t due = due_at(c.claim.keep_idle, now); due != 0) {
+                    shm::lower_nonzero_word(idx.header().claim_due_unix_s, due);
+                }
+            }
+        } else if (b.kind == ClaimBinding::Kind::kIdle) {
+            const uint64_t due = due_at(c.claim.keep_idle, b.since_s);
+            if (due != 0 && now >= due) {
+                release = shm::cas_word(c.claim.binding, bw, ClaimBinding::expiring());
+            } else if (due != 0) {
+                shm::lower_nonzero_word(idx.header().claim_due_unix_s, due);
+            }
+        }
+        if (release && shm::load_word(c.state) == w &&
+            release_entry(i, w, lease) == Released::kDone) {
+            ++freed;
+        }
+    }
+    return freed;
+}
+
+Expected<size_t> Allocator::expire_claims() {
+    if (store_.retired()) return retired_error();
+    LeaseGuard lease(store_);
+    if (auto st = lease.acquire(); !st) return st.error();
+    reap_dead_leases(store_);
+    return expire_claims_with(lease.handle());
+}
+
+ClaimView Allocator::view_claim(uint64_t entry_index, uint64_t entry_word) {
+    const format::Entry& c = store_.index().entry(entry_index);
+    ClaimView v;
+    v.key = fixed(c.container_id, sizeof c.container_id);
+    v.pod = pod_of(c);
+    v.keep_idle = c.claim.keep_idle;
+    v.created_unix_ns = c.created_unix_ns;
+    for (size_t k = 0; k < std::min<size_t>(c.ref_count, format::kMaxRangeSets); ++k) {
+        if (c.refs[k].family == 4 || c.refs[k].family == 6) {
+            v.addresses.push_back(ref_address(c.refs[k]));
+        }
+    }
+    const ClaimBinding b = ClaimBinding::decode(shm::load_word(c.claim.binding));
+    switch (b.kind) {
+        case ClaimBinding::Kind::kBound:
+            if (sandbox_alive(b.entry, b.tenancy)) {
+                v.use = ClaimView::Use::kInUse;
+                const format::Entry& s = store_.index().entry(b.entry);
+                v.container_id = fixed(s.container_id, sizeof s.container_id);
+            } else {
+                v.use = ClaimView::Use::kIdle;  // its sandbox ended; the next walk says since when
+            }
+            break;
+        case ClaimBinding::Kind::kIdle:
+            v.use = ClaimView::Use::kIdle;
+            v.idle_since_unix_s = b.since_s;
+            v.expires_unix_s = due_at(v.keep_idle, b.since_s);
+            break;
+        case ClaimBinding::Kind::kExpiring:
+            v.use = ClaimView::Use::kExpiring;
+            break;
+        case ClaimBinding::Kind::kUnknownSandbox:
+            v.use = ClaimView::Use::kUnknownSandbox;
+            break;
+    }
+    (void)entry_word;
+    return v;
+}
+
+std::vector<ClaimView> Allocator::claims() {
+    std::vector<ClaimView> out;
+    shm::IndexFile& idx = store_.index();
+    for (uint64_t i = 0; i < idx.entry_count(); ++i) {
+        const uint64_t w = shm::load_word(idx.entry(i).state);
+        if (!committed_claim(idx.entry(i), w)) continue;
+        ClaimView v = view_claim(i, w);
+        if (shm::load_word(idx.entry(i).state) == w) out.push_back(std::move(v));
+    }
+    return out;
+}
+
+Expected<std::vector<ClaimView>> Allocator::release_claims(
+    const std::function<bool(const ClaimView&)>& filter, bool in_use_too, bool dry_run) {
+    if (store_.retired()) return retired_error();
+    LeaseGuard lease(store_);
+    if (!dry_run) {
+        if (auto st = lease.acquire(); !st) return st.error();
+        reap_dead_leases(store_);
+    }
+    std::vector<ClaimView> out;
+    shm::IndexFile& idx = store_.index();
+    for (uint64_t i = 0; i < idx.entry_count(); ++i) {
+        const uint64_t w = shm::load_word(idx.entry(i).state);
+        if (!committed_claim(idx.entry(i), w)) continue;
+        ClaimView v = view_claim(i, w);
+        if (!filter(v)) continue;
+        if (v.use == ClaimView::Use::kInUse && !in_use_too) continue;
+        if (dry_run) {
+            out.push_back(std::move(v));
+            continue;
+        }
+        const Released r = release_entry(i, w, lease.handle());
+        if (r == Released::kIo) {
+            return make_error(Code::kIo,
+                              "cannot complete a release: the journal cannot be written or a "
+                              "block arena cannot be opened",
+                              store_.dir());
+        }
+        if (r == Released::kDone) out.push_back(std::move(v));
+    }
+    return out;
+}
+
+}  // namespace shmipam::engine
