@@ -10,6 +10,7 @@
 #include "engine/state/network_store.h"
 #include "plugin/cni_args.h"
 #include "plugin/cni_result.h"
+#include "plugin/fixed_ip.h"
 #include "plugin/netconf.h"
 #include "plugin/pool_commands.h"
 #include "plugin/resolv_conf.h"
@@ -71,7 +72,10 @@ Invocation answer(const CniEnv& env, const NetConf& nc, const std::string& v,
     const engine::AttachmentKey key{env.container_id, env.ifname};
     switch (env.command) {
         case Command::kAdd: {
+            auto claim = fixed_ip_claim(env, nc, args);
+            if (!claim) return fail(v, claim.error());
             engine::AddRequest req{key, requested, {args.pod_namespace, args.pod_name}};
+            req.claim = std::move(*claim);
             auto out = alloc.add(req);
             if (!out) return fail(v, out.error());
             return succeed(make_result(v, out->addresses, nc.routes, dns));

@@ -351,8 +351,11 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     } else if (auto st = parse_ranges(doc, ipam, runtime, nc); !st) {
         return st.error();
     }
-    if (nc.pool_mode) {
-        if (auto st = parse_pod_metadata(doc, nc); !st) return st.error();
+    // Both modes: pools select by them, and fixed addresses are asked for by annotation.
+    if (auto st = parse_pod_metadata(doc, nc); !st) return st.error();
+    if (auto it = ipam.find("statefulSetFixedIP"); it != ipam.end() && !it->is_null()) {
+        if (!it->is_boolean()) return type_error("ipam.statefulSetFixedIP", "a boolean");
+        nc.statefulset_fixed_ip = it->get<bool>();
     }
     if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
     if (auto st = parse_routes(ipam, nc); !st) return st.error();

@@ -38,6 +38,7 @@ struct NetConf {
     std::optional<PoolMode> pool_mode;
     pools::Labels pod_annotations;  // runtimeConfig "io.kubernetes.cri.pod-annotations"
     pools::Labels pod_labels;       // args.cni.labels ([{key, value}], CNI conventions)
+    bool statefulset_fixed_ip = false;  // ipam.statefulSetFixedIP (docs/fixed-ips.md)
 };
 
 // Just the version, for error output and the version gate (code 1 when unsupported).

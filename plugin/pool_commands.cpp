@@ -7,6 +7,7 @@
 #include "engine/ops/open_network.h"
 #include "engine/state/journal_compaction.h"
 #include "plugin/cni_result.h"
+#include "plugin/fixed_ip.h"
 #include "plugin/pool_catalog_cache.h"
 #include "plugin/pool_state.h"
 #include "pools/selection.h"
@@ -143,6 +144,15 @@ void keep_states(Invocation& inv, std::vector<OpenState>& opened) {
     inv.keep_until_exit.push_back(std::move(kept));
 }
 
+// Releases the claim keyed `key` in one state, in use or not (docs/fixed-ips.md: the pod moved).
+Expected<size_t> release_claim(OpenState& s, const std::string& key) {
+    auto out = engine::Allocator(*s.store, *s.cfg)
+                   .release_claims([&](const engine::ClaimView& c) { return c.key == key; },
+                                   /*in_use_too=*/true, /*dry_run=*/false);
+    if (!out) return out.error();
+    return out->size();
+}
+
 // One ADD's claims across the families of a selection: the stores it opened, what it holds, how
 // to undo it.
 struct FamilyClaim {
@@ -153,6 +163,7 @@ struct FamilyClaim {
     std::string rule;            // the rule that gave the candidates, for messages
     std::vector<Answered> answered;
     std::vector<size_t> holding;  // indexes into `opened` where the attachment was claimed
+    std::vector<size_t> new_claims;  // of `holding`: where a fixed address was claimed anew
 
     // The store of `state` (the one find_held opened, if it did: a store does not keep the
     // config it was opened with, so that one's config is told the ranges it may now use).
@@ -198,11 +209,19 @@ struct FamilyClaim {
             engine::AddRequest req = request;
             if (wanted) req.requested = {*wanted};
             auto out = engine::Allocator(*s.store, *s.cfg).add(req);
+            if (out && req.claim && out->existing && !out->addresses.empty() &&
+                !usable.contains(out->addresses[0].address)) {
+                // The name's address was excluded or reserved since it was claimed: the pod kept
+                // it while it ran; now that it starts again it gets an allocatable one.
+                (void)release_claim(s, req.claim->key);
+                out = engine::Allocator(*s.store, *s.cfg).add(req);
+            }
             if (!out && out.error().code == Code::kNoAddressFree) {
                 reasons.push_back("all IP addresses used out of " + c.name);
                 continue;
             }
             if (!out) return out.error();
+            if (req.claim && !out->existing) new_claims.push_back(*at);
             holding.push_back(*at);
             for (const auto& a : out->addresses) answered.push_back({state, a});
             return std::nullopt;
@@ -220,6 +239,8 @@ struct FamilyClaim {
     void undo() {
         for (size_t i : holding)
             engine::Allocator(*opened[i].store, *opened[i].cfg).del(request.key);
+        // A claim this ADD made for nothing is not kept for the name.
+        for (size_t i : new_claims) (void)release_claim(opened[i], request.claim->key);
     }
 };
 
@@ -229,6 +250,8 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
     const engine::AttachmentKey key{env.container_id, env.ifname};
     std::vector<OpenState> opened;
     const pools::PodFacts facts = facts_of(env, nc, args);
+    auto fixed = fixed_ip_claim(env, nc, args);
+    if (!fixed) return fail(v, fixed.error());
     const pools::Selection sel = pools::select_pools(catalog, facts, nc.pool_mode->config);
 
     // A repeated ADD answers what the attachment holds, wherever it is (even in a pool since
@@ -261,6 +284,7 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
         engine::AddRequest{
             key, {}, {args.pod_namespace, args.pod_name}, network_tag(nc.network.name)},
         pools::describe(sel.rule)};
+    claim.request.claim = *fixed;
     for (const pools::FamilyPlan& fam : sel.families) {
         std::optional<IpAddress> wanted;
         for (const IpAddress& a : requested) {
@@ -269,6 +293,26 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
         if (auto e = claim.serve(fam, wanted)) {
             claim.undo();
             return fail(v, *e);
+        }
+    }
+    // A new claim for the name: the pod's pool changed (Spiderpool since v0.9.4), so a claim
+    // it had in another pool state is released.
+    if (!claim.new_claims.empty()) {
+        std::set<std::string> serving;
+        for (size_t i : claim.holding) serving.insert(opened[i].name);
+        std::set<std::string> have;
+        for (const OpenState& s : opened) have.insert(s.name);
+        for (const std::string& name : pool_states(nc, {})) {
+            if (have.count(name) != 0) continue;
+            auto st = open_state(name, reading_config(nc, name, catalog));
+            if (!st) return fail(v, st.error());
+            opened.push_back(std::move(*st));
+        }
+        for (OpenState& s : opened) {
+            if (serving.count(s.name) != 0) continue;
+            if (auto released = release_claim(s, fixed->value().key); !released) {
+                return fail(v, released.error());
+            }
         }
     }
     Invocation inv = succeed(

@@ -44,6 +44,36 @@ std::string attachment_of(const format::JournalRecord& r) {
 // same boot to another attachment means two owners at once (review A3 gave one address to three
 // pods, and verify, reading only the arena, stayed clean). An earlier boot's ALLOC is not live
 // (a rebuild reclaims it) unless it is a claim's, which a rebuild keeps (kEntryFlagClaim).
+// Fixed addresses (docs/fixed-ips.md): a sandbox entry using a claim holds no slot, and a claim
+// bound to a sandbox is bound to a live sandbox entry that names it (the order of ADD's and DEL's
+// steps keeps this through any crash: a sandbox binds after its commit and unbinds before its
+// release).
+template <typename Add>
+void check_claim_binding(shm::IndexFile& idx, uint64_t e, uint16_t tenancy,
+                         const std::string& name, Add&& add) {
+    const format::Entry& ent = idx.entry(e);
+    if (uses_a_claim(ent.flags) && ent.ref_count != 0) {
+        add("sandbox-holds-addresses", name + " uses a claim but names addresses of its own");
+    }
+    if (!held_for_a_name(ent.flags)) return;
+    const shm::ClaimBinding b = shm::ClaimBinding::decode(shm::load_word(ent.claim.binding));
+    if (b.kind != shm::ClaimBinding::Kind::kBound) return;
+    const std::string who = name + " (a claim) is bound to entry " + std::to_string(b.entry);
+    if (b.entry >= idx.entry_count()) {
+        add("claim-bound-to-nothing", who + ", past the index");
+        return;
+    }
+    const format::Entry& s = idx.entry(b.entry);
+    const EntryWord sw = EntryWord::decode(shm::load_word(s.state));
+    if (sw.state != EntryState::kCommitted || sw.gen != b.tenancy || !uses_a_claim(s.flags)) {
+        add("claim-bound-to-nothing", who + ", which is not a live sandbox of it");
+        return;
+    }
+    if (s.bound_claim != shm::encode_bound_claim(e, tenancy)) {
+        add("claim-bound-to-stranger", who + ", which names another claim");
+    }
+}
+
 template <typename Add>
 void check_journal_history(const std::vector<format::JournalRecord>& records, Add&& add) {
     std::map<std::pair<uint8_t, u128>, std::vector<const format::JournalRecord*>> by_address;
@@ -127,6 +157,7 @@ Expected<VerifyReport> verify(NetworkStore& store) {
         if (!seen_fps.insert({fp->fp1, fp->fp2}).second) {
             add("duplicate-attachment", name + " is committed twice in the index");
         }
+        check_claim_binding(idx, e, ew.gen, name, add);
         const size_t n = std::min<size_t>(ent.ref_count, format::kMaxRangeSets);
         for (size_t r = 0; r < n; ++r) {
             const format::AddressRef& ref = ent.refs[r];

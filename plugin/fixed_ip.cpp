@@ -1,0 +1,40 @@
+#include "plugin/fixed_ip.h"
+
+#include "pools/sticky.h"
+
+namespace shmipam::cni {
+
+Expected<std::optional<engine::ClaimSpec>> fixed_ip_claim(const CniEnv& env, const NetConf& nc,
+                                                          const CniArgs& args) {
+    // Ordinary pods, the common case, decide on two lookups.
+    if (!nc.statefulset_fixed_ip && !nc.pod_annotations.contains(pools::kStaticIpAnnotation) &&
+        !nc.pod_annotations.contains(pools::kStaticIpAlias)) {
+        return std::optional<engine::ClaimSpec>{};
+    }
+    pools::PodFacts facts;
+    facts.namespace_ = args.pod_namespace;
+    facts.name = args.pod_name;
+    facts.uid = args.pod_uid;
+    facts.annotations = nc.pod_annotations;
+    facts.labels = nc.pod_labels;
+    facts.ifname = env.ifname;
+    auto who = pools::sticky_identity(facts, nc.statefulset_fixed_ip);
+    if (!who) return who.error();
+    if (!*who) return std::optional<engine::ClaimSpec>{};
+    auto policy = pools::claim_policy(facts);
+    if (!policy) return policy.error();
+    engine::ClaimSpec spec{(*who)->key(), format::kKeepIdleForever};
+    switch (policy->kind) {
+        case pools::ClaimPolicy::Kind::kNever:
+            break;
+        case pools::ClaimPolicy::Kind::kAtDelete:
+            spec.keep_idle = format::kKeepIdleNone;
+            break;
+        case pools::ClaimPolicy::Kind::kAfterIdle:
+            spec.keep_idle = uint64_t(policy->idle_seconds) + 1;
+            break;
+    }
+    return std::optional<engine::ClaimSpec>{std::move(spec)};
+}
+
+}  // namespace shmipam::cni
