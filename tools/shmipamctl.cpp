@@ -42,14 +42,25 @@ int main(int argc, char** argv) {
         net(repair);
         repair->add_flag("--apply", o.apply, "make the changes");
         auto* release = app.add_subcommand(
-            "release", "release attachments by address, container or pod (dry run unless --apply)");
-        net(release);
+            "release",
+            "release attachments by address, container or pod, or a fixed-address claim (dry run "
+            "unless --apply)");
+        net(release, false);
         json_flag(release);
         release->add_option("--address", o.address, "the attachment holding this address");
         release->add_option("--container", o.container, "this container id");
         release->add_option("--ifname", o.ifname, "with --container: only this interface");
         release->add_option("--pod", o.pod, "every attachment of this pod (namespace/name)");
+        release->add_option("--claim", o.claim,
+                            "the fixed-address claim of this StatefulSet pod or VM "
+                            "(namespace/name), in the network given or in every one");
+        release->add_flag("--force", o.force,
+                          "with --claim: also a claim in use (its pod loses its addresses)");
         release->add_flag("--apply", o.apply, "make the changes");
+        auto* claims = app.add_subcommand(
+            "claims", "fixed-address claims: who uses them, their policy, when they expire");
+        net(claims, false);
+        json_flag(claims);
         auto* gc = app.add_subcommand(
             "gc", "release every attachment not in a list of live ones (dry run unless --apply)");
         net(gc);
@@ -119,6 +130,7 @@ int main(int argc, char** argv) {
         if (render->parsed()) return cmd_render(o);
         if (dump_file->parsed()) return cmd_dump_file(o);
         if (explain->parsed()) return cmd_explain(o);
+        if (claims->parsed()) return cmd_claims(o);
         return kExitCannotRead;
     } catch (const std::exception& e) {
         std::cerr << "shmipamctl: " << e.what() << "\n";

@@ -320,7 +320,10 @@ Expected<std::vector<ClaimView>> Allocator::release_claims(
         if (!committed_claim(idx.entry(i), w)) continue;
         ClaimView v = view_claim(i, w);
         if (!filter(v)) continue;
-        if (v.use == ClaimView::Use::kInUse && !in_use_too) continue;
+        // A sandbox unknown since a rebuild may be running: in use, as far as anyone knows.
+        const bool in_use =
+            v.use == ClaimView::Use::kInUse || v.use == ClaimView::Use::kUnknownSandbox;
+        if (in_use && !in_use_too) continue;
         if (dry_run) {
             out.push_back(std::move(v));
             continue;

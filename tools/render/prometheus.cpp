@@ -30,7 +30,8 @@ struct Family {
 
 }  // namespace
 
-std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
+std::string metrics_text(const std::vector<engine::NetworkDump>& networks,
+                         const std::vector<ClaimCounts>& claims) {
     std::vector<Family> fams = {
         {"shmipam_addresses",
          "gauge",
@@ -64,13 +65,22 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks) {
          "gauge",
          "Damaged journal records the rebuild that built the network's state skipped.",
          {}},
+        {"shmipam_fixed_address_claims",
+         "gauge",
+         "Fixed-address claims (StatefulSet pods, VMs) by use: in_use or idle.",
+         {}},
     };
     auto add = [&](size_t fam, const std::string& labels, uint64_t v) {
         fams[fam].samples.push_back(std::string(fams[fam].name) + "{" + labels + "} " +
                                     std::to_string(v));
     };
-    for (const auto& n : networks) {
+    for (size_t k = 0; k < networks.size(); ++k) {
+        const engine::NetworkDump& n = networks[k];
         const std::string net = "network=\"" + escape_label(n.network) + "\"";
+        if (k < claims.size()) {
+            add(14, net + ",state=\"in_use\"", claims[k].in_use);
+            add(14, net + ",state=\"idle\"", claims[k].idle);
+        }
         for (const auto& b : n.blocks) {
             const std::string bl = net + ",block=\"" + escape_label(b.cidr) + "\"";
             uint64_t allocated = 0, other = 0;

@@ -24,6 +24,7 @@ int cmd_metrics(const Options& o) {
         if (!err.empty()) return cannot_read(err);
     }
     std::vector<engine::NetworkDump> dumps;
+    std::vector<ClaimCounts> claims;
     for (const auto& n : names) {
         Options one = o;
         one.network = n;
@@ -32,8 +33,18 @@ int cmd_metrics(const Options& o) {
         auto d = engine::dump(**store);
         if (!d) return cannot_read(d.error());
         dumps.push_back(std::move(*d));
+        engine::NetworkConfig none;
+        ClaimCounts counts;
+        for (const auto& c : engine::Allocator(**store, none).claims()) {
+            if (c.use == engine::ClaimView::Use::kIdle) {
+                ++counts.idle;
+            } else if (c.use != engine::ClaimView::Use::kExpiring) {
+                ++counts.in_use;
+            }
+        }
+        claims.push_back(counts);
     }
-    const std::string text = metrics_text(dumps);
+    const std::string text = metrics_text(dumps, claims);
     if (o.textfile_dir.empty()) {
         std::cout << text;
         return kExitClean;

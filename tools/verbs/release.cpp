@@ -8,6 +8,8 @@
 namespace shmipam::tools {
 
 int cmd_release(const Options& o) {
+    if (!o.claim.empty()) return release_claim(o);
+    if (o.network.empty()) return cannot_read("release needs the network (or --claim)");
     auto store = open_network(o, shm::Access::kReadWrite);
     if (!store) return cannot_read(store.error());
     (*store)->act_as_invocation();
@@ -36,7 +38,7 @@ int cmd_release(const Options& o) {
                                       },
                                       !o.apply));
     }
-    return cannot_read("release needs --address, --container or --pod");
+    return cannot_read("release needs --address, --container, --pod or --claim");
 }
 
 }  // namespace shmipam::tools

@@ -33,6 +33,8 @@ struct Options {
     std::string state, container, pod, address;
     // release / gc
     std::string ifname;
+    std::string claim;  // release --claim <namespace>/<name>
+    bool force = false;
     std::string valid_file;
     double older_than_s = 0;
     // metrics
@@ -55,6 +57,9 @@ int cmd_metrics(const Options& o);
 int cmd_render(const Options& o);
 int cmd_dump_file(const Options& o);
 int cmd_explain(const Options& o);
+int cmd_claims(const Options& o);
+// release --claim (claims.cpp).
+int release_claim(const Options& o);
 
 // ---- shared by the verbs (common.cpp) ----
 

@@ -1,0 +1,82 @@
+// shmipamctl claims: every fixed-address claim (docs/fixed-ips.md) of one network or pool state,
+// or of all of them; and release --claim, the operator's manual deletion of a claim.
+#include <iostream>
+
+#include "base/clock.h"
+#include "tools/render/claims.h"
+#include "tools/render/json.h"
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+namespace {
+
+// The networks a claims verb looks at: the one named, or every one under the run directory.
+Expected<std::vector<std::string>> claim_networks(const Options& o) {
+    if (!o.network.empty()) return std::vector<std::string>{o.network};
+    std::string err;
+    auto names = networks_under(o.run_dir, &err);
+    if (!err.empty()) return make_error(Code::kIo, err);
+    return names;
+}
+
+bool names_claim(const Options& o, const engine::ClaimView& c) {
+    const ClaimName n = parse_claim_key(c.key);
+    return n.name == o.claim && (o.ifname.empty() || n.ifname == o.ifname);
+}
+
+}  // namespace
+
+int cmd_claims(const Options& o) {
+    auto names = claim_networks(o);
+    if (!names) return cannot_read(names.error());
+    std::vector<ClaimRow> rows;
+    for (const auto& n : *names) {
+        Options one = o;
+        one.network = n;
+        auto store = open_network(one, shm::Access::kReadOnly);
+        if (!store) return cannot_read(store.error());
+        engine::NetworkConfig none;
+        for (auto& c : engine::Allocator(**store, none).claims()) rows.push_back({n, std::move(c)});
+    }
+    const uint64_t now = base::unix_ns() / 1'000'000'000;
+    std::cout << (o.json ? json_text(claims_json(rows, now)) : claims_text(rows, now));
+    return kExitClean;
+}
+
+int release_claim(const Options& o) {
+    auto names = claim_networks(o);
+    if (!names) return cannot_read(names.error());
+    std::vector<ClaimRow> released, in_use;
+    for (const auto& n : *names) {
+        Options one = o;
+        one.network = n;
+        auto store = open_network(one, o.apply ? shm::Access::kReadWrite : shm::Access::kReadOnly);
+        if (!store) return cannot_read(store.error());
+        if (o.apply) (*store)->act_as_invocation();
+        engine::NetworkConfig none;
+        engine::Allocator alloc(**store, none);
+        auto out = alloc.release_claims([&](const engine::ClaimView& c) { return names_claim(o, c); },
+                                        o.force, !o.apply);
+        if (!out) return cannot_read(out.error());
+        for (auto& c : *out) released.push_back({n, std::move(c)});
+        if (!o.force) {
+            for (auto& c : alloc.claims()) {
+                if (names_claim(o, c) && c.use != engine::ClaimView::Use::kIdle &&
+                    c.use != engine::ClaimView::Use::kExpiring) {
+                    in_use.push_back({n, std::move(c)});
+                }
+            }
+        }
+    }
+    std::cout << (o.json ? json_text(released_claims_json(released, in_use, o.apply))
+                         : released_claims_text(released, in_use, o.apply));
+    if (released.empty() && in_use.empty()) {
+        std::cerr << "shmipamctl: no claim named " << o.claim
+                  << (o.network.empty() ? " in any network" : " in " + o.network) << "\n";
+        return kExitViolations;
+    }
+    return o.apply && in_use.empty() ? kExitClean : kExitViolations;
+}
+
+}  // namespace shmipam::tools
