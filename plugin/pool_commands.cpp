@@ -153,6 +153,22 @@ Expected<size_t> release_claim(OpenState& s, const std::string& key) {
     return out->size();
 }
 
+// The name's claim in this state, when its address was excluded or reserved since it was
+// claimed (the pool's allocatable set no longer holds it): the pod kept it while it ran; now that
+// it starts again the claim is released, and the ADD claims an allocatable address.
+Status drop_unusable_claim(OpenState& s, const engine::ClaimSpec& claim, const std::string& ifname,
+                           const pools::IpSet& usable) {
+    auto held = engine::Allocator(*s.store, *s.cfg).addresses_of({claim.key, ifname});
+    bool unusable = !held && held.error().code == Code::kInvalidConfig;  // outside the ranges
+    for (const auto& a : held ? *held : std::vector<engine::AllocatedAddress>{}) {
+        unusable = unusable || !usable.contains(a.address);
+    }
+    if (!unusable) return Ok{};
+    auto released = release_claim(s, claim.key);
+    if (!released) return released.error();
+    return Ok{};
+}
+
 // One ADD's claims across the families of a selection: the stores it opened, what it holds, how
 // to undo it.
 struct FamilyClaim {
@@ -208,14 +224,12 @@ struct FamilyClaim {
             OpenState& s = opened[*at];
             engine::AddRequest req = request;
             if (wanted) req.requested = {*wanted};
-            auto out = engine::Allocator(*s.store, *s.cfg).add(req);
-            if (out && req.claim && out->existing && !out->addresses.empty() &&
-                !usable.contains(out->addresses[0].address)) {
-                // The name's address was excluded or reserved since it was claimed: the pod kept
-                // it while it ran; now that it starts again it gets an allocatable one.
-                (void)release_claim(s, req.claim->key);
-                out = engine::Allocator(*s.store, *s.cfg).add(req);
+            if (req.claim) {
+                if (auto st = drop_unusable_claim(s, *req.claim, req.key.ifname, usable); !st) {
+                    return st.error();
+                }
             }
+            auto out = engine::Allocator(*s.store, *s.cfg).add(req);
             if (!out && out.error().code == Code::kNoAddressFree) {
                 reasons.push_back("all IP addresses used out of " + c.name);
                 continue;

@@ -226,3 +226,108 @@ TEST_F(FixedIp, MetricsCountClaimsInUseAndIdle) {
 
 }  // namespace
 }  // namespace shmipam::testing
+
+namespace shmipam::testing {
+namespace {
+
+// Pool mode: a claim lives in the pool state its pod selected.
+class FixedIpPools : public ::testing::Test {
+  protected:
+    TempDir dir;
+    void SetUp() override { write_pools(""); }
+    void write_pools(const std::string& alpha_exclude) {
+        ::mkdir(dir.sub("pools").c_str(), 0755);
+        write_file(dir.sub("pools") + "/pools.yaml",
+                   "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+                   "metadata: {name: alpha}\nspec: {subnet: 10.60.0.0/24, ips: "
+                   "[\"10.60.0.10-10.60.0.20\"]" +
+                       (alpha_exclude.empty() ? "" : ", excludeIPs: [\"" + alpha_exclude + "\"]") +
+                       "}\n---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+                       "metadata: {name: beta}\nspec: {subnet: 10.61.0.0/24, ips: "
+                       "[\"10.61.0.10-10.61.0.20\"]}\n");
+    }
+    json config(const std::string& pool) const {
+        json c = {{"cniVersion", "1.1.0"},
+                  {"name", "net"},
+                  {"type", "bridge"},
+                  {"ipam",
+                   {{"type", "shmipam"},
+                    {"runDir", dir.sub("run")},
+                    {"dataDir", dir.sub("data")},
+                    {"poolsDir", dir.sub("pools")},
+                    {"nodeName", "node-a"},
+                    {"reuseDelay", 0}}}};
+        c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = {
+            {"ipam.spidernet.io/ippool", "{\"ipv4\": [\"" + pool + "\"]}"},
+            {"ipam.shmipam.io/static-ip", "true"}};
+        c["args"]["cni"]["labels"] =
+            json::array({{{"key", "statefulset.kubernetes.io/pod-name"}, {"value", "db-0"}}});
+        return c;
+    }
+    static std::map<std::string, std::string> env(const std::string& cmd, const std::string& cid) {
+        return cni_env(cmd, cid, "eth0",
+                       "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=db-0;K8S_POD_UID=u-" +
+                           cid);
+    }
+    std::string add(const std::string& cid, const std::string& pool) {
+        auto r = run_plugin(env("ADD", cid), config(pool).dump());
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        return r.exit_code == 0 ? r.json()["ips"][0]["address"].get<std::string>() : "";
+    }
+    void del(const std::string& cid, const std::string& pool) {
+        auto r = run_plugin(env("DEL", cid), config(pool).dump());
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    json claims(const std::string& state) {
+        auto r = run_ctl({"--run-dir", dir.sub("run"), "claims", state, "--json"});
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        return r.json()["claims"];
+    }
+    void verify_clean(const std::string& state) {
+        auto r = run_ctl({"--run-dir", dir.sub("run"), "verify", state});
+        EXPECT_EQ(r.exit_code, 0) << state << ": " << r.out << r.err;
+    }
+};
+
+TEST_F(FixedIpPools, ARestartInTheSamePoolKeepsTheAddress) {
+    const std::string first = add("c1", "alpha");
+    EXPECT_EQ(first, "10.60.0.10/24");
+    del("c1", "alpha");
+    EXPECT_EQ(add("c2", "alpha"), first);
+    EXPECT_EQ(claims("pool/alpha").size(), 1u);
+    verify_clean("pool/alpha");
+}
+
+TEST_F(FixedIpPools, WhenThePodsPoolChangesTheOldClaimIsReleased) {
+    add("c1", "alpha");
+    del("c1", "alpha");
+    const std::string moved = add("c2", "beta");
+    EXPECT_EQ(moved.rfind("10.61.0.", 0), 0u) << moved;
+    EXPECT_TRUE(claims("pool/alpha").empty());
+    EXPECT_EQ(claims("pool/beta").size(), 1u);
+    del("c2", "beta");
+    EXPECT_EQ(add("c3", "beta"), moved);
+    verify_clean("pool/alpha");
+    verify_clean("pool/beta");
+}
+
+TEST_F(FixedIpPools, AnAddressExcludedMeanwhileIsKeptInUseAndReplacedAtTheNextStart) {
+    const std::string first = add("c1", "alpha");
+    write_pools("10.60.0.10");
+    // In use: CHECK still finds it; the pool's new rule does not take it from a running pod.
+    json check = config("alpha");
+    check["prevResult"] = {{"cniVersion", "1.1.0"},
+                           {"ips", json::array({{{"address", first}}})}};
+    auto r = run_plugin(env("CHECK", "c1"), check.dump());
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    del("c1", "alpha");
+    const std::string next = add("c2", "alpha");
+    EXPECT_NE(next, first);
+    EXPECT_EQ(next.rfind("10.60.0.", 0), 0u) << next;
+    ASSERT_EQ(claims("pool/alpha").size(), 1u);
+    EXPECT_EQ(claims("pool/alpha")[0]["addresses"][0], next.substr(0, next.find('/')));
+    verify_clean("pool/alpha");
+}
+
+}  // namespace
+}  // namespace shmipam::testing
