@@ -46,6 +46,16 @@ inline constexpr std::string_view kAllPoints[] = {
     "create.before_publish",        // a state file initialised aside, not yet linked
 };
 
+// The steps a fixed address adds (engine/ops/claims.cpp), reached only by a sticky pod's ADD or
+// DEL: tests/crash/claim_crash_test.cpp covers them, with the ADD and DEL points they pass.
+inline constexpr std::string_view kClaimPoints[] = {
+    "claim.after_claim_commit",     // the name's claim COMMITTED, idle; no sandbox entry yet
+    "claim.before_sandbox_commit",  // the sandbox entry CLAIMING, naming the claim
+    "claim.after_sandbox_commit",   // the sandbox entry COMMITTED, the claim not yet bound to it
+    "claim.before_bind",            // about to CAS the claim's binding word to the sandbox
+    "claim.after_unbind",           // a DEL unbound the claim, the sandbox entry still COMMITTED
+};
+
 #ifdef SHMIPAM_FAULT_POINTS
 void arm(std::string_view point, Mode mode, int skip);
 // Sleeps this long at every point: widens every window between two steps, so that random kills

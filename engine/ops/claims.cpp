@@ -83,6 +83,9 @@ std::optional<EntryRef> Allocator::unbind(uint64_t sandbox_entry, uint64_t sandb
     const uint64_t mine = ClaimBinding::bound(sandbox_entry, EntryWord::decode(sandbox_word).gen);
     const bool free_now = c.claim.keep_idle == format::kKeepIdleNone;
     const uint64_t now = now_s();
+    // Due now, before it is marked: if this DEL dies between marking the claim expiring and
+    // releasing it, the next invocation completes the release.
+    if (free_now) shm::lower_nonzero_word(store_.index().header().claim_due_unix_s, now);
     uint64_t w = mine;
     if (!shm::cas_word(c.claim.binding, w, free_now ? ClaimBinding::expiring()
                                                     : ClaimBinding::idle(now))) {
@@ -151,6 +154,12 @@ Expected<AddOutcome> Allocator::add_for_claim(
                               ClaimBinding::idle(now_s()));
         }
         if (!claim) return claim.error();
+        if (shm::load_word(store_.index().entry(claim->entry).claim.binding) ==
+            ClaimBinding::expiring()) {
+            // Being released (or left so by a release that died): complete it, claim anew.
+            (void)release_entry(claim->entry, claim->word, lease);
+            continue;
+        }
         SHMIPAM_FAULT("claim.after_claim_commit");
         const EntryRef claim_ref{claim->entry, claim->word};
         // c) The sandbox's entry, naming the claim; it holds no slot itself.

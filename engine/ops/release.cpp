@@ -33,6 +33,9 @@ Allocator::Released Allocator::release_entry(uint64_t entry_index, uint64_t word
     // A claim being released is marked expiring first, so that no ADD binds it meanwhile.
     std::optional<uint64_t> binding_before;
     if (held_for_a_name(flags) && shm::load_word(ent.state) == word) {
+        // Due now first: a release that dies once the claim is marked is completed by the next
+        // invocation.
+        shm::lower_nonzero_word(store_.index().header().claim_due_unix_s, now_s());
         uint64_t b = shm::load_word(ent.claim.binding);
         if (b != shm::ClaimBinding::expiring() &&
             shm::cas_word(ent.claim.binding, b, shm::ClaimBinding::expiring())) {

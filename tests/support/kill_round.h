@@ -23,6 +23,7 @@ namespace shmipam::testing {
 struct RoundOp {
     std::string cmd, id;
     std::map<std::string, std::string> env = {};  // on top of the round's extra_env
+    std::string config = {};                      // empty: the round's
 };
 
 // n operations: every `del_every`th a DEL of one of `live` (in random order) while there are
@@ -86,7 +87,8 @@ inline std::vector<ProcessResult> run_kill_round(
         for (const auto& [k, v] : ops[i].env) env[k] = v;
         spawned[i] = Clock::now();
         children[i] =
-            std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH}, env, config);
+            std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH}, env,
+                                    ops[i].config.empty() ? config : ops[i].config);
         pids[i].store(children[i]->pid());
     }
     killer.join();
