@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 
+#include "base/fault_point.h"
 #include "tests/support/kill_round.h"
 #include "tests/support/op_timing.h"
 #include "tests/support/plugin_runner.h"
@@ -301,6 +302,183 @@ spec: {subnet: 10.61.0.0/22, ips: ["10.61.0.10-10.61.3.200"], gateway: 10.61.0.1
     const json second =
         run_ctl({"--run-dir", dir.sub("run"), "dump", "pool/second", "--json"}).json();
     EXPECT_FALSE(second["allocations"].empty());
+}
+
+// Sticky pods mixed into the storm: 16 StatefulSet pods restart (a new sandbox, sometimes
+// before the old one's DEL, which then comes late), stop and start again while ordinary pods
+// come and go, a third of every operation SIGKILLed. Every round: verify is clean, no address is
+// held twice, ordinary pods hold exactly what their answered ADDs gave them, and every sticky
+// pod that was ever answered keeps the address it was first answered. Then a reboot (a new boot
+// id, the run directory gone): ordinary allocations are reclaimed, every claim is kept, and each
+// pod's next sandbox gets its address back.
+TEST(KillStorm, StickyPodsKeepTheirAddressesThroughKillsAndAReboot) {
+    TempDir dir;
+    write_file(dir.sub("boot_id"), "11111111-2222-3333-4444-555555555555\n");
+    json cfg = make_config(dir.path(), "sticky", "1.1.0", "10.54.0.0/24");
+    cfg["ipam"]["bootIdFile"] = dir.sub("boot_id");
+    const std::string config = cfg.dump();
+    constexpr int kNames = 16;
+    std::vector<std::string> sticky_config(kNames);
+    for (int n = 0; n < kNames; ++n) {
+        json c = cfg;
+        c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = {
+            {"ipam.shmipam.io/static-ip", "true"}};
+        c["args"]["cni"]["labels"] = json::array(
+            {{{"key", "statefulset.kubernetes.io/pod-name"}, {"value", "db-" + std::to_string(n)}}});
+        sticky_config[n] = c.dump();
+    }
+    auto sticky_args = [](int n) {
+        return std::map<std::string, std::string>{
+            {"CNI_ARGS", "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=db-" + std::to_string(n)}};
+    };
+    const unsigned seed = unsigned(std::random_device{}());
+    std::mt19937 rng(seed);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    // Odd rounds widen every step (a sleep at each fault point) so that kills land inside claims,
+    // binds and releases; even rounds run at full speed.
+    const std::map<std::string, std::string> stretched{{"SHMIPAM_FAULT_STRETCH_US", "300"}};
+    const std::chrono::microseconds window[2] = {median_add_time(cfg) * 3 / 2,
+                                                 median_add_time(cfg, stretched) * 3 / 2};
+
+    std::set<std::string> live;                     // ordinary attachments answered, not DELed
+    std::map<int, std::vector<std::string>> boxes;  // sticky name -> sandboxes not yet DELed
+    std::map<int, std::string> address;             // sticky name -> the address first answered
+    int next_id = 0, kills = 0;
+    for (int round = 0; round < 10; ++round) {
+        std::vector<RoundOp> ops;
+        std::vector<int> name_of;  // -1 ordinary
+        std::vector<std::string> live_list(live.begin(), live.end());
+        std::shuffle(live_list.begin(), live_list.end(), rng);
+        for (int i = 0; i < 60; ++i) {
+            if (i % 2 == 1 && !live_list.empty()) {
+                ops.push_back({"DEL", live_list.back()});
+                live_list.pop_back();
+            } else {
+                ops.push_back({"ADD", "s" + std::to_string(next_id++)});
+            }
+            name_of.push_back(-1);
+        }
+        for (int n = 0; n < kNames; ++n) {
+            // Stop (DEL the newest sandbox), or start a new sandbox: a restart, with or without
+            // the old one's DEL first.
+            if (!boxes[n].empty() && rng() % 2 == 0) {
+                ops.push_back({"DEL", boxes[n].back(), sticky_args(n), sticky_config[n]});
+            } else {
+                const std::string id = "db" + std::to_string(n) + "-" + std::to_string(next_id++);
+                ops.push_back({"ADD", id, sticky_args(n), sticky_config[n]});
+            }
+            name_of.push_back(n);
+        }
+        // A third are SIGKILLed; one in four of a sticky pod's at a claim step of its own (a
+        // fault point armed to SIGKILL there), the rest at random moments.
+        std::vector<bool> kill(ops.size());
+        for (size_t i = 0; i < ops.size(); ++i) {
+            if (rng() % 3 != 0) continue;
+            if (name_of[i] >= 0 && rng() % 4 == 0) {
+                const auto& points = faults::kClaimPoints;
+                const size_t count = std::size(points) - (ops[i].cmd == "ADD" ? 1 : 0);
+                const std::string_view p =
+                    ops[i].cmd == "ADD" ? points[rng() % count] : points[std::size(points) - 1];
+                ops[i].env["SHMIPAM_FAULT"] = std::string(p);
+                ops[i].env["SHMIPAM_FAULT_MODE"] = "kill";
+            } else {
+                kill[i] = true;
+            }
+        }
+        const auto results = run_kill_round(
+            ops, config, round % 2 == 1 ? stretched : decltype(stretched){},
+            [&](size_t i) { return bool(kill[i]); }, window[round % 2], rng);
+        std::vector<RoundOp> retry_del;
+        for (size_t i = 0; i < ops.size(); ++i) {
+            const RoundOp& op = ops[i];
+            const ProcessResult& r = results[i];
+            const int n = name_of[i];
+            if (r.signal == SIGKILL) {
+                ++kills;
+                // A runtime DELs after a failed ADD or DEL.
+                auto env = op.env;
+                env.erase("SHMIPAM_FAULT");
+                retry_del.push_back({"DEL", op.id, env, op.config});
+                if (n >= 0 && op.cmd == "DEL") std::erase(boxes[n], op.id);
+                continue;
+            }
+            ASSERT_EQ(r.exit_code, 0) << op.cmd << " " << op.id << ": " << r.out;
+            if (n < 0) {
+                if (op.cmd == "ADD") live.insert(op.id);
+                if (op.cmd == "DEL") live.erase(op.id);
+                continue;
+            }
+            if (op.cmd == "DEL") {
+                std::erase(boxes[n], op.id);
+                continue;
+            }
+            const std::string got = r.json()["ips"][0]["address"];
+            if (!address.count(n)) address[n] = got;
+            EXPECT_EQ(got, address[n]) << "db-" << n << " round " << round;
+            boxes[n].push_back(op.id);
+        }
+        for (const RoundOp& d : retry_del) {
+            auto r = run_plugin([&] {
+                auto env = cni_env("DEL", d.id);
+                for (const auto& [k, v] : d.env) env[k] = v;
+                return env;
+            }(), d.config.empty() ? config : d.config);
+            ASSERT_EQ(r.exit_code, 0) << r.out;
+            live.erase(d.id);
+        }
+        // The late DELs of sandboxes a newer one replaced.
+        for (auto& [n, ids] : boxes) {
+            while (ids.size() > 1) {
+                auto env = cni_env("DEL", ids.front());
+                for (const auto& [k, v] : sticky_args(n)) env[k] = v;
+                ASSERT_EQ(run_plugin(env, sticky_config[n]).exit_code, 0);
+                ids.erase(ids.begin());
+            }
+        }
+        ASSERT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "sticky"}).exit_code, 0)
+            << "round " << round << ": "
+            << run_ctl({"--run-dir", dir.sub("run"), "verify", "sticky"}).out;
+        const json d = run_ctl({"--run-dir", dir.sub("run"), "dump", "sticky", "--json"}).json();
+        std::set<std::string> holders, addrs;
+        for (const auto& a : d["allocations"]) {
+            if (a["state"] != "allocated") continue;
+            EXPECT_TRUE(addrs.insert(a["address"]).second) << "duplicate " << a;
+            const std::string who = a["containerID"];
+            if (who.rfind("sts:", 0) != 0) holders.insert(who);
+        }
+        ASSERT_EQ(holders, live) << "round " << round;
+        const json claims =
+            run_ctl({"--run-dir", dir.sub("run"), "claims", "sticky", "--json"}).json()["claims"];
+        std::map<std::string, std::string> claimed;
+        for (const auto& c : claims) claimed[c["name"]] = c["addresses"][0];
+        for (const auto& [n, a] : address) {
+            EXPECT_EQ(claimed["shop/db-" + std::to_string(n)] + "/24", a) << "round " << round;
+        }
+    }
+    std::printf("[ storm    ] sticky pods: 10 rounds, %d SIGKILLs, %zu ordinary live, %zu names "
+                "answered, seed %u\n",
+                kills, live.size(), address.size(), seed);
+    ASSERT_GE(address.size(), size_t(kNames / 2));
+
+    // A reboot: the run directory is gone (tmpfs), the boot id is new.
+    std::filesystem::remove_all(dir.sub("run"));
+    write_file(dir.sub("boot_id"), "99999999-2222-3333-4444-555555555555\n");
+    ASSERT_EQ(run_plugin(cni_env("ADD", "after-reboot"), config).exit_code, 0);
+    const json d = run_ctl({"--run-dir", dir.sub("run"), "dump", "sticky", "--json"}).json();
+    for (const auto& a : d["allocations"]) {
+        if (a["state"] != "allocated") continue;
+        const std::string who = a["containerID"];
+        EXPECT_TRUE(who == "after-reboot" || who.rfind("sts:", 0) == 0)
+            << who << " survived the reboot";
+    }
+    for (const auto& [n, a] : address) {
+        auto env = cni_env("ADD", "boot2-db" + std::to_string(n));
+        for (const auto& [k, v] : sticky_args(n)) env[k] = v;
+        auto r = run_plugin(env, sticky_config[n]);
+        ASSERT_EQ(r.exit_code, 0) << r.out;
+        EXPECT_EQ(r.json()["ips"][0]["address"], a) << "db-" << n << " after the reboot";
+    }
+    EXPECT_EQ(run_ctl({"--run-dir", dir.sub("run"), "verify", "sticky"}).exit_code, 0);
 }
 
 }  // namespace
