@@ -36,8 +36,8 @@ struct NetConf {
     nlohmann::json prev_result;              // CHECK
     std::optional<std::vector<engine::AttachmentKey>> valid_attachments;  // GC
     std::optional<PoolMode> pool_mode;
-    pools::Labels pod_annotations;  // runtimeConfig "io.kubernetes.cri.pod-annotations"
-    pools::Labels pod_labels;       // args.cni.labels ([{key, value}], CNI conventions)
+    pools::Labels pod_annotations;      // runtimeConfig "io.kubernetes.cri.pod-annotations"
+    pools::Labels pod_labels;           // args.cni.labels ([{key, value}], CNI conventions)
     bool statefulset_fixed_ip = false;  // ipam.statefulSetFixedIP (docs/fixed-ips.md)
 };
 

@@ -178,7 +178,7 @@ struct FamilyClaim {
     engine::AddRequest request;  // its key's ifname is the NIC in messages
     std::string rule;            // the rule that gave the candidates, for messages
     std::vector<Answered> answered;
-    std::vector<size_t> holding;  // indexes into `opened` where the attachment was claimed
+    std::vector<size_t> holding;     // indexes into `opened` where the attachment was claimed
     std::vector<size_t> new_claims;  // of `holding`: where a fixed address was claimed anew
 
     // The store of `state` (the one find_held opened, if it did: a store does not keep the

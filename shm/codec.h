@@ -192,9 +192,9 @@ struct EntryWord {
 struct ClaimBinding {
     enum class Kind : uint8_t { kUnknownSandbox = 0, kBound = 1, kIdle = 2, kExpiring = 3 };
     Kind kind = Kind::kUnknownSandbox;
-    uint32_t entry = 0;     // kBound: the sandbox entry's index
-    uint16_t tenancy = 0;   // kBound: its tenancy
-    uint64_t since_s = 0;   // kIdle: unix seconds
+    uint32_t entry = 0;    // kBound: the sandbox entry's index
+    uint16_t tenancy = 0;  // kBound: its tenancy
+    uint64_t since_s = 0;  // kIdle: unix seconds
 
     static ClaimBinding decode(uint64_t w) {
         ClaimBinding b;

@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
             "it (exit 1 when an ADD would fail)");
         ExplainOptions& e = o.explain;
         explain->add_option("--config", e.config_file,
-                            "a CNI network config file: its poolsDir and pool fields, and the pod annotations and labels it carries");
+                            "a CNI network config file: its poolsDir and pool fields, and the pod "
+                            "annotations and labels it carries");
         explain->add_option("--pools-dir", e.pools_dir, "the pools directory");
         explain->add_option("--namespace", e.namespace_, "the pod's namespace")
             ->capture_default_str();

@@ -49,8 +49,8 @@ std::string attachment_of(const format::JournalRecord& r) {
 // steps keeps this through any crash: a sandbox binds after its commit and unbinds before its
 // release).
 template <typename Add>
-void check_claim_binding(shm::IndexFile& idx, uint64_t e, uint16_t tenancy,
-                         const std::string& name, Add&& add) {
+void check_claim_binding(shm::IndexFile& idx, uint64_t e, uint16_t tenancy, const std::string& name,
+                         Add&& add) {
     const format::Entry& ent = idx.entry(e);
     if (uses_a_claim(ent.flags) && ent.ref_count != 0) {
         add("sandbox-holds-addresses", name + " uses a claim but names addresses of its own");

@@ -158,9 +158,10 @@ Expected<Allocator::Added> Allocator::add_entry(
         std::vector<format::JournalRecord> records;
         for (size_t s = 0; s < claimed.size(); ++s) {
             const IpAddress& a = claimed[s].address;
-            records.push_back(make_record(
-                format::JournalOp::kAlloc, a, store_.block_prefix(a.family), s,
-                shm::SlotWord::decode(claimed[s].word).gen + 1, fp, stamped, store_.boot_id(), now));
+            records.push_back(make_record(format::JournalOp::kAlloc, a,
+                                          store_.block_prefix(a.family), s,
+                                          shm::SlotWord::decode(claimed[s].word).gen + 1, fp,
+                                          stamped, store_.boot_id(), now));
         }
         if (auto st = store_.append_journal(records); !st) {
             roll_back_claim(store_, e, entry_word);

@@ -26,7 +26,7 @@ struct ClaimSpec {
 };
 
 struct AddRequest {
-    AttachmentKey key;  // the sandbox's
+    AttachmentKey key;                 // the sandbox's
     std::vector<IpAddress> requested;  // at most one per range set
     PodRef pod;
     uint64_t network_tag = 0;  // pool mode: which network's ADD (format.h, Entry::network_tag)
@@ -151,8 +151,7 @@ class Allocator {
     enum class Released { kDone, kChanged, kIo };
     Released release_entry(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease);
     // The release itself (release_entry adds what claims and their sandboxes need).
-    Released release_committed(uint64_t entry_index, uint64_t word,
-                               const shm::LeaseHandle& lease);
+    Released release_committed(uint64_t entry_index, uint64_t word, const shm::LeaseHandle& lease);
 
     NetworkStore& store_;
     const NetworkConfig& cfg_;

@@ -87,8 +87,8 @@ std::optional<EntryRef> Allocator::unbind(uint64_t sandbox_entry, uint64_t sandb
     // releasing it, the next invocation completes the release.
     if (free_now) shm::lower_nonzero_word(store_.index().header().claim_due_unix_s, now);
     uint64_t w = mine;
-    if (!shm::cas_word(c.claim.binding, w, free_now ? ClaimBinding::expiring()
-                                                    : ClaimBinding::idle(now))) {
+    if (!shm::cas_word(c.claim.binding, w,
+                       free_now ? ClaimBinding::expiring() : ClaimBinding::idle(now))) {
         return std::nullopt;  // a newer sandbox holds it, or it is going anyway
     }
     SHMIPAM_FAULT("claim.after_unbind");
@@ -100,15 +100,15 @@ std::optional<EntryRef> Allocator::unbind(uint64_t sandbox_entry, uint64_t sandb
     return std::nullopt;
 }
 
-Expected<AddOutcome> Allocator::add_for_claim(
-    const AddRequest& req, const std::vector<std::optional<IpAddress>>& requests,
-    const shm::LeaseHandle& lease) {
+Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
+                                              const std::vector<std::optional<IpAddress>>& requests,
+                                              const shm::LeaseHandle& lease) {
     const ClaimSpec& spec = *req.claim;
     const Fingerprint sandbox_fp = fingerprint(req.key.container_id, req.key.ifname);
     const Fingerprint claim_fp = fingerprint(spec.key, req.key.ifname);
     const std::string pod = req.pod.name.empty() ? "" : req.pod.namespace_ + "/" + req.pod.name;
-    const AttachmentText claim_text{spec.key, req.key.ifname,        pod,
-                                    format::kEntryFlagClaim, 0, spec.keep_idle};
+    const AttachmentText claim_text{spec.key, req.key.ifname, pod, format::kEntryFlagClaim,
+                                    0,        spec.keep_idle};
     AttachmentIndex index = make_index(store_);
     if (claims_due()) expire_claims_with(lease);
     for (int attempt = 0; attempt < 4; ++attempt) {
@@ -146,12 +146,11 @@ Expected<AddOutcome> Allocator::add_for_claim(
             continue;
         }
         // b) The name's claim: the one it has, or a new one, idle until bound below.
-        auto claim = add_entry(claim_fp, claim_text, req, requests, lease,
-                               ClaimBinding::idle(now_s()));
-        if (!claim && claim.error().code == Code::kNoAddressFree &&
-            expire_claims_with(lease) > 0) {
-            claim = add_entry(claim_fp, claim_text, req, requests, lease,
-                              ClaimBinding::idle(now_s()));
+        auto claim =
+            add_entry(claim_fp, claim_text, req, requests, lease, ClaimBinding::idle(now_s()));
+        if (!claim && claim.error().code == Code::kNoAddressFree && expire_claims_with(lease) > 0) {
+            claim =
+                add_entry(claim_fp, claim_text, req, requests, lease, ClaimBinding::idle(now_s()));
         }
         if (!claim) return claim.error();
         if (shm::load_word(store_.index().entry(claim->entry).claim.binding) ==
@@ -184,8 +183,7 @@ Expected<AddOutcome> Allocator::add_for_claim(
         set_pod(ent, pod);
         set_network_tag(ent, req.network_tag);
         std::atomic_thread_fence(std::memory_order_release);
-        ent.bound_claim =
-            shm::encode_bound_claim(claim->entry, EntryWord::decode(claim->word).gen);
+        ent.bound_claim = shm::encode_bound_claim(claim->entry, EntryWord::decode(claim->word).gen);
         SHMIPAM_FAULT("claim.before_sandbox_commit");
         if (!index.commit(sandbox.entry, sandbox_fp)) {
             roll_back_claim(store_, sandbox.entry.index, sandbox.entry.word);

@@ -169,7 +169,10 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
     const AttachmentText text{
         std::string(ent.container_id, strnlen(ent.container_id, sizeof ent.container_id)),
         std::string(ent.ifname, strnlen(ent.ifname, sizeof ent.ifname)),
-        pod_of(ent), ent.flags, now_unix, held_for_a_name(ent.flags) ? ent.claim.keep_idle : 0};
+        pod_of(ent),
+        ent.flags,
+        now_unix,
+        held_for_a_name(ent.flags) ? ent.claim.keep_idle : 0};
     const Fingerprint fp = AttachmentIndex::read_fp(ent, entry_word).value_or(Fingerprint{});
     std::vector<format::JournalRecord> records;
     for (const auto& r : slots) {

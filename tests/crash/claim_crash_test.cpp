@@ -17,11 +17,11 @@ namespace {
 using nlohmann::json;
 
 struct Scenario {
-    std::string op;     // "ADD" or "DEL" (of the sticky pod's sandbox)
-    std::string point;  // where it dies
-    int skip;           // earlier hits of the point passed by
-    std::string mode;   // "exit" or "kill"
-    std::string policy; // the claim policy annotation ("" never, "0" at DEL)
+    std::string op;      // "ADD" or "DEL" (of the sticky pod's sandbox)
+    std::string point;   // where it dies
+    int skip;            // earlier hits of the point passed by
+    std::string mode;    // "exit" or "kill"
+    std::string policy;  // the claim policy annotation ("" never, "0" at DEL)
 };
 
 void PrintTo(const Scenario& s, std::ostream* os) {
@@ -140,14 +140,16 @@ TEST_P(ClaimCrash, TheNameKeepsOneAddressAndNobodyElseGetsIt) {
 std::vector<Scenario> scenarios() {
     std::vector<Scenario> out;
     const std::vector<std::pair<std::string, std::string>> add_points = {
-        {"ADD", "claim.after_claim_commit"}, {"ADD", "claim.before_sandbox_commit"},
+        {"ADD", "claim.after_claim_commit"},   {"ADD", "claim.before_sandbox_commit"},
         {"ADD", "claim.after_sandbox_commit"}, {"ADD", "claim.before_bind"},
-        {"ADD", "add.after_entry_claim"},   {"ADD", "add.after_slot_claim"},
-        {"ADD", "add.before_commit"},       {"ADD", "add.after_commit"},
+        {"ADD", "add.after_entry_claim"},      {"ADD", "add.after_slot_claim"},
+        {"ADD", "add.before_commit"},          {"ADD", "add.after_commit"},
         {"ADD", "journal.after_sync"}};
     const std::vector<std::pair<std::string, std::string>> del_points = {
-        {"DEL", "del.after_target"},        {"DEL", "claim.after_unbind"},
-        {"DEL", "del.after_entry_release"}, {"DEL", "del.after_release"}};
+        {"DEL", "del.after_target"},
+        {"DEL", "claim.after_unbind"},
+        {"DEL", "del.after_entry_release"},
+        {"DEL", "del.after_release"}};
     for (const char* mode : {"exit", "kill"}) {
         for (const auto& [op, p] : add_points) out.push_back({op, p, 0, mode, ""});
         for (const auto& [op, p] : del_points) {

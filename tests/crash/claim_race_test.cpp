@@ -130,7 +130,8 @@ TEST_F(ClaimRace, ANewSandboxDuringAPolicyZeroDelGetsAClaimTheDelNeverFrees) {
     ASSERT_TRUE(first->add(db0("c1", format::kKeepIdleNone)));
     Expected<AddOutcome> c2 = make_error(Code::kInternal, "not run");
     {
-        AtPoint at("claim.after_unbind", [&] { c2 = second->add(db0("c2", format::kKeepIdleNone)); });
+        AtPoint at("claim.after_unbind",
+                   [&] { c2 = second->add(db0("c2", format::kKeepIdleNone)); });
         ASSERT_TRUE(first->del({"c1", "eth0"}));
         ASSERT_TRUE(at.reached());
     }
@@ -145,9 +146,8 @@ TEST_F(ClaimRace, TwoFirstSandboxesAtOnceTheNewerHoldsTheClaim) {
     Expected<AddOutcome> c1 = make_error(Code::kInternal, "not run");
     Expected<AddOutcome> c2 = make_error(Code::kInternal, "not run");
     {
-        AtPoint at("claim.after_sandbox_commit", [&] {
-            c2 = second->add(db0("c2", format::kKeepIdleForever));
-        });
+        AtPoint at("claim.after_sandbox_commit",
+                   [&] { c2 = second->add(db0("c2", format::kKeepIdleForever)); });
         c1 = first->add(db0("c1", format::kKeepIdleForever));
         ASSERT_TRUE(at.reached());
     }

@@ -323,8 +323,8 @@ TEST(KillStorm, StickyPodsKeepTheirAddressesThroughKillsAndAReboot) {
         json c = cfg;
         c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = {
             {"ipam.shmipam.io/static-ip", "true"}};
-        c["args"]["cni"]["labels"] = json::array(
-            {{{"key", "statefulset.kubernetes.io/pod-name"}, {"value", "db-" + std::to_string(n)}}});
+        c["args"]["cni"]["labels"] = json::array({{{"key", "statefulset.kubernetes.io/pod-name"},
+                                                   {"value", "db-" + std::to_string(n)}}});
         sticky_config[n] = c.dump();
     }
     auto sticky_args = [](int n) {
@@ -418,11 +418,13 @@ TEST(KillStorm, StickyPodsKeepTheirAddressesThroughKillsAndAReboot) {
             boxes[n].push_back(op.id);
         }
         for (const RoundOp& d : retry_del) {
-            auto r = run_plugin([&] {
-                auto env = cni_env("DEL", d.id);
-                for (const auto& [k, v] : d.env) env[k] = v;
-                return env;
-            }(), d.config.empty() ? config : d.config);
+            auto r = run_plugin(
+                [&] {
+                    auto env = cni_env("DEL", d.id);
+                    for (const auto& [k, v] : d.env) env[k] = v;
+                    return env;
+                }(),
+                d.config.empty() ? config : d.config);
             ASSERT_EQ(r.exit_code, 0) << r.out;
             live.erase(d.id);
         }
@@ -455,9 +457,10 @@ TEST(KillStorm, StickyPodsKeepTheirAddressesThroughKillsAndAReboot) {
             EXPECT_EQ(claimed["shop/db-" + std::to_string(n)] + "/24", a) << "round " << round;
         }
     }
-    std::printf("[ storm    ] sticky pods: 10 rounds, %d SIGKILLs, %zu ordinary live, %zu names "
-                "answered, seed %u\n",
-                kills, live.size(), address.size(), seed);
+    std::printf(
+        "[ storm    ] sticky pods: 10 rounds, %d SIGKILLs, %zu ordinary live, %zu names "
+        "answered, seed %u\n",
+        kills, live.size(), address.size(), seed);
     ASSERT_GE(address.size(), size_t(kNames / 2));
 
     // A reboot: the run directory is gone (tmpfs), the boot id is new.

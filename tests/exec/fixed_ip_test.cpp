@@ -27,10 +27,10 @@ class FixedIp : public ::testing::Test {
             c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
         }
         if (!label.empty()) {
-            c["args"]["cni"]["labels"] = json::array(
-                {{{"key", "statefulset.kubernetes.io/pod-name"},
-                  {"value", label == "same" ? pod : label}},
-                 {{"key", "app"}, {"value", "db"}}});
+            c["args"]["cni"]["labels"] =
+                json::array({{{"key", "statefulset.kubernetes.io/pod-name"},
+                              {"value", label == "same" ? pod : label}},
+                             {{"key", "app"}, {"value", "db"}}});
         }
         return c;
     }
@@ -265,9 +265,9 @@ class FixedIpPools : public ::testing::Test {
         return c;
     }
     static std::map<std::string, std::string> env(const std::string& cmd, const std::string& cid) {
-        return cni_env(cmd, cid, "eth0",
-                       "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=db-0;K8S_POD_UID=u-" +
-                           cid);
+        return cni_env(
+            cmd, cid, "eth0",
+            "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=db-0;K8S_POD_UID=u-" + cid);
     }
     std::string add(const std::string& cid, const std::string& pool) {
         auto r = run_plugin(env("ADD", cid), config(pool).dump());
@@ -316,8 +316,7 @@ TEST_F(FixedIpPools, AnAddressExcludedMeanwhileIsKeptInUseAndReplacedAtTheNextSt
     write_pools("10.60.0.10");
     // In use: CHECK still finds it; the pool's new rule does not take it from a running pod.
     json check = config("alpha");
-    check["prevResult"] = {{"cniVersion", "1.1.0"},
-                           {"ips", json::array({{{"address", first}}})}};
+    check["prevResult"] = {{"cniVersion", "1.1.0"}, {"ips", json::array({{{"address", first}}})}};
     auto r = run_plugin(env("CHECK", "c1"), check.dump());
     EXPECT_EQ(r.exit_code, 0) << r.out;
     del("c1", "alpha");

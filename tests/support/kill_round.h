@@ -86,9 +86,8 @@ inline std::vector<ProcessResult> run_kill_round(
         for (const auto& [k, v] : extra_env) env[k] = v;
         for (const auto& [k, v] : ops[i].env) env[k] = v;
         spawned[i] = Clock::now();
-        children[i] =
-            std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH}, env,
-                                    ops[i].config.empty() ? config : ops[i].config);
+        children[i] = std::make_unique<Child>(std::vector<std::string>{SHMIPAM_PLUGIN_PATH}, env,
+                                              ops[i].config.empty() ? config : ops[i].config);
         pids[i].store(children[i]->pid());
     }
     killer.join();

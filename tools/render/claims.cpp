@@ -69,15 +69,9 @@ json claim_json(const ClaimRow& r, uint64_t now) {
     const ClaimName n = parse_claim_key(c.key);
     json a = json::array();
     for (const auto& x : c.addresses) a.push_back(x.to_string());
-    json j{{"network", r.network},
-           {"claim", c.key},
-           {"kind", n.kind},
-           {"name", n.name},
-           {"ifname", n.ifname},
-           {"pod", c.pod},
-           {"addresses", a},
-           {"use", use_name(c.use)},
-           {"policy", policy_text(c.keep_idle)}};
+    json j{{"network", r.network}, {"claim", c.key},         {"kind", n.kind},
+           {"name", n.name},       {"ifname", n.ifname},     {"pod", c.pod},
+           {"addresses", a},       {"use", use_name(c.use)}, {"policy", policy_text(c.keep_idle)}};
     if (c.use == ClaimView::Use::kInUse) j["containerID"] = c.container_id;
     if (c.idle_since_unix_s != 0) j["idleSince"] = utc(c.idle_since_unix_s);
     if (c.use == ClaimView::Use::kIdle && c.expires_unix_s != 0) {

@@ -1,9 +1,10 @@
 // shmipamctl claims: every fixed-address claim (docs/fixed-ips.md) of one network or pool state,
 // or of all of them; and release --claim, the operator's manual deletion of a claim.
+#include "tools/render/claims.h"
+
 #include <iostream>
 
 #include "base/clock.h"
-#include "tools/render/claims.h"
 #include "tools/render/json.h"
 #include "tools/verbs/verbs.h"
 
@@ -56,8 +57,8 @@ int release_claim(const Options& o) {
         if (o.apply) (*store)->act_as_invocation();
         engine::NetworkConfig none;
         engine::Allocator alloc(**store, none);
-        auto out = alloc.release_claims([&](const engine::ClaimView& c) { return names_claim(o, c); },
-                                        o.force, !o.apply);
+        auto out = alloc.release_claims(
+            [&](const engine::ClaimView& c) { return names_claim(o, c); }, o.force, !o.apply);
         if (!out) return cannot_read(out.error());
         for (auto& c : *out) released.push_back({n, std::move(c)});
         if (!o.force) {
