@@ -43,6 +43,16 @@ const char* slot_state_name(SlotState s) {
 
 namespace {
 
+// The container ID of the live sandbox a claim entry is bound to (docs/fixed-ips.md), or "".
+std::string claim_user(shm::IndexFile& idx, const format::Entry& claim) {
+    const shm::ClaimBinding b = shm::ClaimBinding::decode(shm::load_word(claim.claim.binding));
+    if (b.kind != shm::ClaimBinding::Kind::kBound || b.entry >= idx.entry_count()) return "";
+    const format::Entry& s = idx.entry(b.entry);
+    const shm::EntryWord w = shm::EntryWord::decode(shm::load_word(s.state));
+    if (w.state != format::EntryState::kCommitted || w.gen != b.tenancy) return "";
+    return fixed(s.container_id, sizeof s.container_id);
+}
+
 // Parses the display text the plugin records ("CIDR [start-end], ... ; CIDR [start-end]").
 std::vector<RangeView> parse_ranges(const std::string& text) {
     std::vector<RangeView> out;
@@ -138,6 +148,7 @@ Expected<NetworkDump> dump(NetworkStore& store) {
                 v.pod = pod_of(e);
                 v.imported = (e.flags & format::kEntryFlagImported) != 0;
                 v.claim = (e.flags & format::kEntryFlagClaim) != 0;
+                if (v.claim) v.used_by = claim_user(store.index(), e);
             }
             d.slots.push_back(v);
         }

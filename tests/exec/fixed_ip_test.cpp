@@ -224,6 +224,31 @@ TEST_F(FixedIp, MetricsCountClaimsInUseAndIdle) {
         << m.out;
 }
 
+// A KubeVirt VM's launcher pod gets a new name at every start; the VM's name keeps the address.
+TEST_F(FixedIp, AVirtualMachineKeepsItsAddressAcrossLauncherPods) {
+    auto launcher = [&](const std::string& pod) {
+        json c = make_config(dir.path(), "fixed", "1.1.0", "10.50.0.0/28");
+        c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = sticky();
+        c["args"]["cni"]["labels"] =
+            json::array({{{"key", "vm.kubevirt.io/name"}, {"value", "vm1"}},
+                         {{"key", "kubevirt.io"}, {"value", "virt-launcher"}}});
+        return c;
+    };
+    const std::string first =
+        add("l1", launcher("virt-launcher-vm1-abcde"), "virt-launcher-vm1-abcde");
+    del("l1", launcher("virt-launcher-vm1-abcde"), "virt-launcher-vm1-abcde");
+    EXPECT_EQ(add("l2", launcher("virt-launcher-vm1-fghij"), "virt-launcher-vm1-fghij"), first);
+    const json c = claims();
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["kind"], "vm");
+    EXPECT_EQ(c[0]["name"], "shop/vm1");
+    // The operator finds the launcher's address by its container ID, through the claim.
+    auto d = ctl({"dump", "fixed", "--container", "l2", "--json"});
+    ASSERT_EQ(d.json()["allocations"].size(), 1u) << d.out;
+    EXPECT_EQ(d.json()["allocations"][0]["usedBy"], "l2");
+    verify_clean();
+}
+
 }  // namespace
 }  // namespace shmipam::testing
 

@@ -45,6 +45,7 @@ json dump_to_json(const engine::NetworkDump& d) {
         if (!s.pod.empty()) j["pod"] = s.pod;
         if (s.imported) j["importedFromHostLocal"] = true;
         if (s.claim) j["claim"] = true;
+        if (!s.used_by.empty()) j["usedBy"] = s.used_by;
         if (s.allocated_unix_ns != 0) j["allocatedUnixNs"] = s.allocated_unix_ns;
         if (s.state == "cooling") {
             j["releasedBootNs"] = s.released_boot_ns;

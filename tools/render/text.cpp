@@ -55,7 +55,12 @@ std::string dump_to_table(const engine::NetworkDump& d) {
         std::string extra = s.pod;
         if (s.state == "cooling") extra = cooling_for(s.released_boot_ns, d.reuse_delay_ms);
         if (s.imported) extra += extra.empty() ? "(from host-local)" : " (from host-local)";
-        if (s.claim) extra += extra.empty() ? "(claim)" : " (claim)";
+        if (s.claim) {
+            const std::string c = s.used_by.empty()
+                                      ? "(claim, idle)"
+                                      : "(claim, used by " + s.used_by.substr(0, 12) + ")";
+            extra += (extra.empty() ? "" : " ") + c;
+        }
         std::snprintf(line, sizeof line, "%-40s %-10s %-20s %-10s %-6s %s\n",
                       s.address.to_string().c_str(), state.c_str(), cid.empty() ? "-" : cid.c_str(),
                       s.ifname.empty() ? "-" : s.ifname.c_str(),

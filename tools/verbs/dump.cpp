@@ -16,7 +16,11 @@ int cmd_dump(const Options& o) {
     std::vector<engine::SlotView> kept;
     for (const auto& s : d->slots) {
         if (!o.state.empty() && s.state != o.state) continue;
-        if (!o.container.empty() && s.container_id.rfind(o.container, 0) != 0) continue;
+        // A sandbox using a fixed address finds it through the claim it uses.
+        if (!o.container.empty() && s.container_id.rfind(o.container, 0) != 0 &&
+            s.used_by.rfind(o.container, 0) != 0) {
+            continue;
+        }
         if (!o.pod.empty() && s.pod != o.pod) continue;
         if (!o.address.empty() && s.address.to_string() != o.address) continue;
         kept.push_back(s);
