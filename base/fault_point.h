@@ -55,6 +55,11 @@ inline constexpr std::string_view kClaimPoints[] = {
     "claim.before_bind",            // about to CAS the claim's binding word to the sandbox
     "claim.after_unbind",           // a DEL unbound the claim, the sandbox entry still COMMITTED
 };
+// Steps only the in-process two-actor tests stop at (tests/crash/claim_race_test.cpp): a
+// process killed there has changed nothing yet.
+inline constexpr std::string_view kClaimRacePoints[] = {
+    "claim.before_mark",  // an expiry or an operator's release about to mark a claim expiring
+};
 
 #ifdef SHMIPAM_FAULT_POINTS
 void arm(std::string_view point, Mode mode, int skip);

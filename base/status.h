@@ -60,6 +60,7 @@ class Expected {
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }
     const Error& error() const { return std::get<1>(v_); }
+    T value_or(T otherwise) const { return ok() ? value() : otherwise; }
 
   private:
     std::variant<T, Error> v_;

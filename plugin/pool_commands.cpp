@@ -144,13 +144,11 @@ void keep_states(Invocation& inv, std::vector<OpenState>& opened) {
     inv.keep_until_exit.push_back(std::move(kept));
 }
 
-// Releases the claim keyed `key` in one state, in use or not (docs/fixed-ips.md: the pod moved).
-Expected<size_t> release_claim(OpenState& s, const std::string& key) {
-    auto out = engine::Allocator(*s.store, *s.cfg)
-                   .release_claims([&](const engine::ClaimView& c) { return c.key == key; },
-                                   /*in_use_too=*/true, /*dry_run=*/false);
-    if (!out) return out.error();
-    return out->size();
+// Releases the name's claim (found by its key's fingerprint) in one state; one in use only with
+// in_use_too.
+Expected<size_t> release_claim(OpenState& s, const engine::ClaimSpec& claim,
+                               const std::string& ifname, bool in_use_too) {
+    return engine::Allocator(*s.store, *s.cfg).release_claim(claim.key, ifname, in_use_too);
 }
 
 // The name's claim in this state, when its address was excluded or reserved since it was
@@ -164,7 +162,8 @@ Status drop_unusable_claim(OpenState& s, const engine::ClaimSpec& claim, const s
         unusable = unusable || !usable.contains(a.address);
     }
     if (!unusable) return Ok{};
-    auto released = release_claim(s, claim.key);
+    // One in use (by an older sandbox the runtime has not deleted yet) is kept while it runs.
+    auto released = release_claim(s, claim, ifname, /*in_use_too=*/false);
     if (!released) return released.error();
     return Ok{};
 }
@@ -254,7 +253,9 @@ struct FamilyClaim {
         for (size_t i : holding)
             engine::Allocator(*opened[i].store, *opened[i].cfg).del(request.key);
         // A claim this ADD made for nothing is not kept for the name.
-        for (size_t i : new_claims) (void)release_claim(opened[i], request.claim->key);
+        for (size_t i : new_claims) {
+            (void)release_claim(opened[i], *request.claim, request.key.ifname, true);
+        }
     }
 };
 
@@ -309,22 +310,17 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
             return fail(v, *e);
         }
     }
-    // A new claim for the name: the pod's pool changed (Spiderpool since v0.9.4), so a claim
-    // it had in another pool state is released.
-    if (!claim.new_claims.empty()) {
+    // A claim the name has in another pool state is released: the pod's pool changed
+    // (Spiderpool since v0.9.4). Every state of the node is open already (the repeated-ADD
+    // check opened them), and each lookup is one probe of its index, so this runs at every
+    // sticky ADD: one that died before it, or failed in it, is made good by the retry.
+    if (fixed->has_value()) {
         std::set<std::string> serving;
         for (size_t i : claim.holding) serving.insert(opened[i].name);
-        std::set<std::string> have;
-        for (const OpenState& s : opened) have.insert(s.name);
-        for (const std::string& name : pool_states(nc, {})) {
-            if (have.count(name) != 0) continue;
-            auto st = open_state(name, reading_config(nc, name, catalog));
-            if (!st) return fail(v, st.error());
-            opened.push_back(std::move(*st));
-        }
         for (OpenState& s : opened) {
-            if (serving.count(s.name) != 0) continue;
-            if (auto released = release_claim(s, fixed->value().key); !released) {
+            if (serving.count(s.name) != 0 || !s.store) continue;
+            if (auto released = release_claim(s, **fixed, env.ifname, true); !released) {
+                claim.undo();
                 return fail(v, released.error());
             }
         }

@@ -45,12 +45,4 @@ inline void fetch_max_word(uint64_t& w, uint64_t v) {
     }
 }
 
-// Lowers w to v, where w == 0 means "none" (higher than any v).
-inline void lower_nonzero_word(uint64_t& w, uint64_t v) {
-    std::atomic_ref<uint64_t> ref(w);
-    uint64_t cur = ref.load(std::memory_order_seq_cst);
-    while ((cur == 0 || cur > v) && !ref.compare_exchange_weak(cur, v, std::memory_order_seq_cst)) {
-    }
-}
-
 }  // namespace shmipam::shm

@@ -216,6 +216,22 @@ struct ClaimBinding {
     static uint64_t expiring() { return uint64_t(Kind::kExpiring) << 62; }
 };
 
+// The index header's claim_due word (format.h).
+struct ClaimDue {
+    static constexpr uint64_t kDueMask = (uint64_t{1} << 48) - 1;
+    uint64_t due_s = 0;  // 0: none pending
+    uint16_t changes = 0;
+
+    static ClaimDue decode(uint64_t w) { return {w & kDueMask, uint16_t(w >> 48)}; }
+    uint64_t encode() const { return (uint64_t(changes) << 48) | (due_s & kDueMask); }
+    // The word after lowering it to v (always counted as a change).
+    static uint64_t lowered(uint64_t w, uint64_t v) {
+        const ClaimDue d = decode(w);
+        const uint64_t due = d.due_s == 0 || v < d.due_s ? v : d.due_s;
+        return ClaimDue{due, uint16_t(d.changes + 1)}.encode();
+    }
+};
+
 // A sandbox entry's bound_claim (format.h): the claim entry's index + 1 and tenancy.
 inline uint64_t encode_bound_claim(uint64_t claim_index, uint16_t tenancy) {
     return (uint64_t(tenancy) << 32) | (claim_index + 1);

@@ -187,7 +187,12 @@ struct ClaimFields {
     // How long an idle claim is kept: 0 forever, 1 released at the DEL that leaves it idle,
     // N + 1 released N seconds after. Written before the entry is committed.
     uint64_t keep_idle;
-    char pod[kPodBytes - 16];  // the pod that made the claim, display only, truncated
+    // Non-zero: the claim's journal records were written in an earlier boot (a rebuild after a
+    // reboot sets it). Before the claim is bound in this boot its records are written again with
+    // this boot's id, so that a rebuild later in this boot knows a sandbox of this boot may use
+    // it (format.md, "Claim fields"). Cleared once they are durable.
+    uint64_t records_of_earlier_boot;
+    char pod[kPodBytes - 24];  // the pod that made the claim, display only, truncated
 };
 static_assert(sizeof(ClaimFields) == kPodBytes);
 inline constexpr uint64_t kKeepIdleForever = 0;
@@ -274,10 +279,12 @@ struct IndexHeader {
     // Damaged records (and unreadable checkpoint records) the rebuild that built this index
     // skipped: what a rebuild says it could not use.
     uint64_t rebuild_skipped_records;
-    // The earliest unix second at which an idle claim's policy may free it (0: none pending).
-    // Lowered by whoever leaves a claim idle; an invocation that finds it past clears it and
-    // walks the entries, lowering it again for every claim not yet due (docs/fixed-ips.md).
-    uint64_t claim_due_unix_s;
+    // When an idle claim's policy may free one (packing: shm/codec.h, ClaimDue): bits 0..47 the
+    // earliest such unix second (0: none pending), bits 48..63 a count of changes. Lowered by
+    // whoever leaves a claim idle or marks one expiring; an invocation that finds it past walks
+    // the entries and then sets it from what it saw, unless it changed meanwhile
+    // (docs/fixed-ips.md, "Expiry").
+    uint64_t claim_due;
     // Next journal record number (fetch-add reserves records); set by scanning the journal when
     // the index is created.
     alignas(kCacheLine) uint64_t journal_tail;

@@ -60,7 +60,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     if (store_.retired()) return retired_error();
     reap_dead_leases(store_);
     if (req.claim) return add_for_claim(req, *requests, lease.handle());
-    if (claims_due()) expire_claims_with(lease.handle());
+    if (claims_due()) (void)expire_claims_with(lease.handle());
 
     const Fingerprint fp = fingerprint(req.key.container_id, req.key.ifname);
     const std::string pod = req.pod.name.empty() ? "" : req.pod.namespace_ + "/" + req.pod.name;
@@ -69,7 +69,7 @@ Expected<AddOutcome> Allocator::add(const AddRequest& req) {
     // A full network may hold claims whose policy has freed them: the ADD that meets them frees
     // them (docs/fixed-ips.md), then tries once more.
     if (!added && added.error().code == Code::kNoAddressFree &&
-        expire_claims_with(lease.handle()) > 0) {
+        expire_claims_with(lease.handle()).value_or(0) > 0) {
         added = add_entry(fp, text, req, *requests, lease.handle(), 0);
     }
     if (!added) return added.error();
@@ -85,6 +85,14 @@ Expected<Allocator::Added> Allocator::add_entry(
     const EntryClaim claim = index.claim(fp, lease);
     switch (claim.kind) {
         case ClaimKind::kExisting: {
+            if (uses_a_claim(store_.index().entry(claim.entry.index).flags)) {
+                // A sandbox that used a fixed address, added again without asking for one (its
+                // pod's annotations changed): what it uses.
+                auto addrs = sandbox_addresses(claim.entry, text.container_id);
+                if (!addrs) return addrs.error();
+                return Added{AddOutcome{std::move(*addrs), true}, claim.entry.index,
+                             claim.entry.word};
+            }
             if (store_.index().entry(claim.entry.index).flags & format::kEntryFlagPartial) {
                 return make_error(Code::kAttachmentIncomplete,
                                   "the attachment holds addresses for only some range sets "

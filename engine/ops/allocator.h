@@ -51,7 +51,8 @@ struct GcOutcome {
 
 // A claim as tools show it (shmipamctl claims).
 struct ClaimView {
-    std::string key;  // "sts:<ns>/<pod>/<ifname>"
+    std::string key;  // "sts:<ns>/<pod>/<ifname>", truncated to the entry's field
+    Fingerprint fp;   // of (key, ifname): what identifies the claim
     std::string pod;  // the pod that made it
     std::vector<IpAddress> addresses;
     enum class Use { kInUse, kIdle, kUnknownSandbox, kExpiring } use = Use::kIdle;
@@ -94,9 +95,14 @@ class Allocator {
     // Every claim of the network, read without a lease.
     std::vector<ClaimView> claims();
     // The operator's release of claims (shmipamctl release --claim): those the filter accepts.
-    // A claim in use by a live sandbox is released only with `in_use_too`.
+    // A claim in use by a live sandbox (or one unknown since a rebuild) is released only with
+    // `in_use_too`.
     Expected<std::vector<ClaimView>> release_claims(
         const std::function<bool(const ClaimView&)>& filter, bool in_use_too, bool dry_run);
+    // The claim keyed (key, ifname), found by its fingerprint: released as release_claims does.
+    // How many (0 or 1).
+    Expected<size_t> release_claim(const std::string& key, const std::string& ifname,
+                                   bool in_use_too);
     // The clock claims are judged by (unix seconds); tests replace it.
     void use_clock(std::function<uint64_t()> unix_s) { now_s_ = std::move(unix_s); }
 
@@ -122,18 +128,30 @@ class Allocator {
     Expected<AddOutcome> add_for_claim(const AddRequest& req,
                                        const std::vector<std::optional<IpAddress>>& requests,
                                        const shm::LeaseHandle& lease);
-    // The claim a sandbox entry (kEntryFlagBinding) names, if that claim is still committed:
-    // its index and committed word.
-    std::optional<EntryRef> claim_of(uint64_t sandbox_entry);
-    // Whether the sandbox entry (index, tenancy) is alive (claiming or committed).
+    // The claim a sandbox entry (kEntryFlagBinding) observed as sandbox_word names, if that
+    // claim is still committed: its index and committed word.
+    std::optional<EntryRef> claim_of(uint64_t sandbox_entry, uint64_t sandbox_word);
+    // Whether the sandbox entry (index, tenancy) is alive (committed).
     bool sandbox_alive(uint64_t entry_index, uint16_t tenancy);
     // Binds the claim to the sandbox entry, unless a newer sandbox of the name holds it.
-    enum class Bound { kDone, kNewerSandbox, kClaimGoing };
+    enum class Bound { kDone, kNewerSandbox, kClaimGoing, kSandboxGone };
     Bound bind(const EntryRef& claim, uint64_t sandbox_entry, uint64_t sandbox_word);
-    // A sandbox entry being released: unbinds its claim if bound to it; the claim to release
+    // A sandbox entry being released: unbinds the claim if bound to it; the claim to release
     // now when its policy frees it at DEL.
-    std::optional<EntryRef> unbind(uint64_t sandbox_entry, uint64_t sandbox_word);
-    size_t expire_claims_with(const shm::LeaseHandle& lease);
+    std::optional<EntryRef> unbind(const EntryRef& claim, uint64_t sandbox_entry,
+                                   uint64_t sandbox_word);
+    // Marks a claim expiring (so that nobody binds it while it is released); with only_from,
+    // only if its binding word is still that. False when the claim changed meanwhile.
+    bool mark_expiring(uint64_t claim_index, uint64_t claim_word,
+                       std::optional<uint64_t> only_from = std::nullopt);
+    // Before a claim whose records are of an earlier boot is bound in this one: its records
+    // again, with this boot's id (format.h, ClaimFields::records_of_earlier_boot).
+    Status rejournal(const EntryRef& claim);
+    // The addresses a sandbox entry uses: its claim's, while the claim is bound to it.
+    Expected<std::vector<AllocatedAddress>> sandbox_addresses(const EntryRef& sandbox,
+                                                              const std::string& container_id);
+    void lower_due(uint64_t due_s);
+    Expected<size_t> expire_claims_with(const shm::LeaseHandle& lease);
     // Whether an idle claim may be due (the index header's claim_due_unix_s has passed).
     bool claims_due();
     ClaimView view_claim(uint64_t entry_index, uint64_t entry_word);

@@ -66,15 +66,11 @@ Expected<std::vector<AllocatedAddress>> Allocator::addresses_of(const Attachment
         if (EntryWord::decode(e.word).state != EntryState::kCommitted) continue;
         if (!uses_a_claim(store_.index().entry(e.index).flags)) return describe(e.index, e.word);
         // A sandbox using a claim holds the claim's addresses while the claim is bound to it.
-        const auto claim = claim_of(e.index);
-        if (claim && shm::load_word(store_.index().entry(claim->index).claim.binding) ==
-                         shm::ClaimBinding::bound(e.index, EntryWord::decode(e.word).gen)) {
-            return describe(claim->index, claim->word);
+        auto held = sandbox_addresses(e, key.container_id);
+        if (!held && held.error().code == Code::kClaimMoved) {
+            return make_error(Code::kCheckNoAllocation, held.error().msg);
         }
-        return make_error(Code::kCheckNoAllocation,
-                          "container " + key.container_id + " interface " + key.ifname +
-                              " no longer holds its pod's fixed addresses (a newer sandbox of "
-                              "the pod holds them, or the claim was released)");
+        return held;
     }
     return make_error(Code::kCheckNoAllocation, "no address is allocated to container " +
                                                     key.container_id + " interface " + key.ifname);

@@ -8,6 +8,8 @@
 #include "engine/ops/allocator.h"
 #include "engine/ops/lease_guard.h"
 #include "engine/recovery/recovery.h"
+#include "engine/slots/slot_ops.h"
+#include "engine/state/journal_records.h"
 #include "shm/atomic_word.h"
 
 namespace shmipam::engine {
@@ -28,9 +30,13 @@ bool committed_claim(const format::Entry& e, uint64_t word) {
 
 }  // namespace
 
-std::optional<EntryRef> Allocator::claim_of(uint64_t sandbox_entry) {
-    const auto [ci, tenancy] =
-        shm::decode_bound_claim(store_.index().entry(sandbox_entry).bound_claim);
+std::optional<EntryRef> Allocator::claim_of(uint64_t sandbox_entry, uint64_t sandbox_word) {
+    const format::Entry& s = store_.index().entry(sandbox_entry);
+    const uint64_t bound_claim = s.bound_claim;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    // Read while the entry was still that sandbox's: a reused entry names another claim.
+    if (shm::load_word(s.state) != sandbox_word) return std::nullopt;
+    const auto [ci, tenancy] = shm::decode_bound_claim(bound_claim);
     if (ci >= store_.index().entry_count()) return std::nullopt;
     const format::Entry& c = store_.index().entry(ci);
     const uint64_t w = shm::load_word(c.state);
@@ -45,14 +51,58 @@ bool Allocator::sandbox_alive(uint64_t entry_index, uint16_t tenancy) {
     return w.state == EntryState::kCommitted && w.gen == tenancy && uses_a_claim(e.flags);
 }
 
+void Allocator::lower_due(uint64_t due_s) {
+    lower_claim_due(store_.index().header().claim_due, due_s);
+}
+
+Status Allocator::rejournal(const EntryRef& claim) {
+    format::Entry& c = store_.index().entry(claim.index);
+    if (shm::load_word(c.claim.records_of_earlier_boot) == 0) return Ok{};
+    auto fp = AttachmentIndex::read_fp(c, claim.word);
+    if (!fp) return make_error(Code::kTryAgainLater, "the claim changed while being bound");
+    const uint64_t now = base::unix_ns();
+    const AttachmentText text{fixed(c.container_id, sizeof c.container_id),
+                              fixed(c.ifname, sizeof c.ifname),
+                              pod_of(c),
+                              c.flags,
+                              now,
+                              c.claim.keep_idle};
+    std::vector<format::JournalRecord> records;
+    for (size_t k = 0; k < std::min<size_t>(c.ref_count, format::kMaxRangeSets); ++k) {
+        const format::AddressRef& ref = c.refs[k];
+        if (ref.family != 4 && ref.family != 6) continue;
+        const IpAddress a = ref_address(ref);
+        auto block = store_.block_for(a, false);
+        if (!block || *block == nullptr) {
+            return make_error(Code::kIo, "cannot open the block of " + a.to_string(), store_.dir());
+        }
+        const shm::SlotWord sw =
+            shm::SlotWord::decode(slot_ops::load_state(**block, store_.slot_of(a)));
+        if (!sw.owned_by(claim.index, EntryWord::decode(claim.word).gen)) {
+            return make_error(Code::kTryAgainLater, "the claim changed while being bound");
+        }
+        // The same slot generation as the claim's ALLOC: replay keeps the later of the two.
+        records.push_back(make_record(format::JournalOp::kAlloc, a, ref.block_prefix, ref.range_set,
+                                      sw.gen, *fp, text, store_.boot_id(), now));
+    }
+    if (auto st = store_.append_journal(records); !st) return st.error();
+    if (shm::load_word(c.state) != claim.word) {
+        return make_error(Code::kTryAgainLater, "the claim changed while being bound");
+    }
+    shm::store_word(c.claim.records_of_earlier_boot, 0);
+    return Ok{};
+}
+
 Allocator::Bound Allocator::bind(const EntryRef& claim, uint64_t sandbox_entry,
                                  uint64_t sandbox_word) {
     format::Entry& c = store_.index().entry(claim.index);
+    const format::Entry& sandbox = store_.index().entry(sandbox_entry);
     const uint16_t tenancy = EntryWord::decode(sandbox_word).gen;
-    const uint64_t created = store_.index().entry(sandbox_entry).created_unix_ns;
+    const uint64_t created = sandbox.created_unix_ns;
     const uint64_t desired = ClaimBinding::bound(sandbox_entry, tenancy);
     for (;;) {
         if (shm::load_word(c.state) != claim.word) return Bound::kClaimGoing;
+        if (shm::load_word(sandbox.state) != sandbox_word) return Bound::kSandboxGone;
         uint64_t w = shm::load_word(c.claim.binding);
         const ClaimBinding b = ClaimBinding::decode(w);
         if (b.kind == ClaimBinding::Kind::kExpiring) return Bound::kClaimGoing;
@@ -72,32 +122,63 @@ Allocator::Bound Allocator::bind(const EntryRef& claim, uint64_t sandbox_entry,
             shm::cas_word(c.claim.binding, mine, w);
             return Bound::kClaimGoing;
         }
+        // The sandbox was released meanwhile (a DEL that tried to unbind before this bind, and
+        // tries again after its release: one of the two re-checks sees the other): idle.
+        if (shm::load_word(sandbox.state) != sandbox_word) {
+            const uint64_t now = now_s();
+            lower_due(claim_due_at(c.claim.keep_idle, now));
+            uint64_t mine = desired;
+            shm::cas_word(c.claim.binding, mine, ClaimBinding::idle(now));
+            return Bound::kSandboxGone;
+        }
         return Bound::kDone;
     }
 }
 
-std::optional<EntryRef> Allocator::unbind(uint64_t sandbox_entry, uint64_t sandbox_word) {
-    const auto claim = claim_of(sandbox_entry);
-    if (!claim) return std::nullopt;
-    format::Entry& c = store_.index().entry(claim->index);
+std::optional<EntryRef> Allocator::unbind(const EntryRef& claim, uint64_t sandbox_entry,
+                                          uint64_t sandbox_word) {
+    format::Entry& c = store_.index().entry(claim.index);
     const uint64_t mine = ClaimBinding::bound(sandbox_entry, EntryWord::decode(sandbox_word).gen);
+    if (shm::load_word(c.claim.binding) != mine) return std::nullopt;
     const bool free_now = c.claim.keep_idle == format::kKeepIdleNone;
     const uint64_t now = now_s();
-    // Due now, before it is marked: if this DEL dies between marking the claim expiring and
-    // releasing it, the next invocation completes the release.
-    if (free_now) shm::lower_nonzero_word(store_.index().header().claim_due_unix_s, now);
+    // Due before the CAS: a DEL that dies between the two still leaves the claim to be met.
+    const uint64_t due = free_now ? now : claim_due_at(c.claim.keep_idle, now);
+    lower_due(due);
     uint64_t w = mine;
     if (!shm::cas_word(c.claim.binding, w,
                        free_now ? ClaimBinding::expiring() : ClaimBinding::idle(now))) {
         return std::nullopt;  // a newer sandbox holds it, or it is going anyway
     }
     SHMIPAM_FAULT("claim.after_unbind");
-    if (shm::load_word(c.state) != claim->word) return std::nullopt;
+    if (shm::load_word(c.state) != claim.word) return std::nullopt;
+    lower_due(due);  // again: a walk that ran between the first lowering and the CAS missed it
     if (free_now) return claim;
-    if (const uint64_t due = due_at(c.claim.keep_idle, now); due != 0) {
-        shm::lower_nonzero_word(store_.index().header().claim_due_unix_s, due);
-    }
     return std::nullopt;
+}
+
+bool Allocator::mark_expiring(uint64_t claim_index, uint64_t claim_word,
+                              std::optional<uint64_t> only_from) {
+    format::Entry& c = store_.index().entry(claim_index);
+    // Due now first: a release that dies once the claim is marked is completed by the next
+    // invocation.
+    lower_due(now_s());
+    for (;;) {
+        if (shm::load_word(c.state) != claim_word) return false;
+        uint64_t b = shm::load_word(c.claim.binding);
+        if (b == ClaimBinding::expiring()) return true;
+        if (only_from && b != *only_from) return false;  // bound (or rebound) meanwhile
+        const uint64_t before = b;
+        SHMIPAM_FAULT("claim.before_mark");
+        if (!shm::cas_word(c.claim.binding, b, ClaimBinding::expiring())) continue;
+        if (shm::load_word(c.state) != claim_word) {
+            // Another tenancy of the entry, whose word happened to equal: not ours to mark.
+            uint64_t expiring = ClaimBinding::expiring();
+            shm::cas_word(c.claim.binding, expiring, before);
+            return false;
+        }
+        return true;
+    }
 }
 
 Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
@@ -110,7 +191,7 @@ Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
     const AttachmentText claim_text{spec.key, req.key.ifname, pod, format::kEntryFlagClaim,
                                     0,        spec.keep_idle};
     AttachmentIndex index = make_index(store_);
-    if (claims_due()) expire_claims_with(lease);
+    if (claims_due()) (void)expire_claims_with(lease);
     for (int attempt = 0; attempt < 4; ++attempt) {
         // a) A repeated ADD of this sandbox answers what it uses.
         std::optional<EntryRef> mine;
@@ -124,7 +205,8 @@ Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
                 if (!addrs) return addrs.error();
                 return AddOutcome{std::move(*addrs), true};
             }
-            if (auto claim = claim_of(mine->index)) {
+            if (auto claim = claim_of(mine->index, mine->word)) {
+                if (auto st = rejournal(*claim); !st) return st.error();
                 const Bound b = bind(*claim, mine->index, mine->word);
                 if (b == Bound::kDone) {
                     auto addrs = describe(claim->index, claim->word);
@@ -145,10 +227,13 @@ Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
             }
             continue;
         }
-        // b) The name's claim: the one it has, or a new one, idle until bound below.
+        // b) The name's claim: the one it has, or a new one, idle until bound below (its due
+        //    time set first: an ADD that dies before binding leaves it to its policy).
+        lower_due(claim_due_at(spec.keep_idle, now_s()));
         auto claim =
             add_entry(claim_fp, claim_text, req, requests, lease, ClaimBinding::idle(now_s()));
-        if (!claim && claim.error().code == Code::kNoAddressFree && expire_claims_with(lease) > 0) {
+        if (!claim && claim.error().code == Code::kNoAddressFree &&
+            expire_claims_with(lease).value_or(0) > 0) {
             claim =
                 add_entry(claim_fp, claim_text, req, requests, lease, ClaimBinding::idle(now_s()));
         }
@@ -156,11 +241,15 @@ Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
         if (shm::load_word(store_.index().entry(claim->entry).claim.binding) ==
             ClaimBinding::expiring()) {
             // Being released (or left so by a release that died): complete it, claim anew.
-            (void)release_entry(claim->entry, claim->word, lease);
+            if (release_entry(claim->entry, claim->word, lease) == Released::kIo) {
+                return make_error(Code::kIo, "cannot complete the release of claim " + spec.key,
+                                  store_.dir());
+            }
             continue;
         }
         SHMIPAM_FAULT("claim.after_claim_commit");
         const EntryRef claim_ref{claim->entry, claim->word};
+        if (auto st = rejournal(claim_ref); !st) return st.error();
         // c) The sandbox's entry, naming the claim; it holds no slot itself.
         const EntryClaim sandbox = index.claim(sandbox_fp, lease);
         if (sandbox.kind == ClaimKind::kExisting) continue;  // a concurrent ADD of it: look again
@@ -205,6 +294,10 @@ Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
             case Bound::kClaimGoing:
                 (void)release_entry(sandbox.entry.index, committed, lease);
                 continue;
+            case Bound::kSandboxGone:
+                return make_error(Code::kTryAgainLater, "container " + req.key.container_id +
+                                                            " interface " + req.key.ifname +
+                                                            " was deleted while being added");
         }
     }
     return make_error(Code::kTryAgainLater,
@@ -212,16 +305,23 @@ Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
 }
 
 bool Allocator::claims_due() {
-    const uint64_t due = shm::load_word(store_.index().header().claim_due_unix_s);
+    const uint64_t due =
+        shm::ClaimDue::decode(shm::load_word(store_.index().header().claim_due)).due_s;
     return due != 0 && now_s() >= due;
 }
 
-size_t Allocator::expire_claims_with(const shm::LeaseHandle& lease) {
+Expected<size_t> Allocator::expire_claims_with(const shm::LeaseHandle& lease) {
     shm::IndexFile& idx = store_.index();
-    // Cleared before the walk: a claim left idle meanwhile lowers it again itself, and every
-    // claim the walk finds idle and not yet due lowers it below.
-    shm::store_word(idx.header().claim_due_unix_s, 0, std::memory_order_seq_cst);
+    // The word as the walk began. The walk ends by setting it to the earliest due time it saw,
+    // unless it changed meanwhile (a claim left idle, or marked, by another invocation): then
+    // the past due time stays, and the next invocation walks again. A walk that dies leaves it
+    // past as well.
+    const uint64_t began = shm::load_word(idx.header().claim_due);
     const uint64_t now = now_s();
+    uint64_t earliest = 0;
+    const auto keep = [&](uint64_t due) {
+        if (due != 0 && (earliest == 0 || due < earliest)) earliest = due;
+    };
     size_t freed = 0;
     for (uint64_t i = 0; i < idx.entry_count(); ++i) {
         const uint64_t w = shm::load_word(idx.entry(i).state);
@@ -231,24 +331,29 @@ size_t Allocator::expire_claims_with(const shm::LeaseHandle& lease) {
         const ClaimBinding b = ClaimBinding::decode(bw);
         bool release = b.kind == ClaimBinding::Kind::kExpiring;
         if (b.kind == ClaimBinding::Kind::kBound && !sandbox_alive(b.entry, b.tenancy)) {
-            // Its sandbox ended without unbinding (it died between the two): idle from now.
-            if (shm::cas_word(c.claim.binding, bw, ClaimBinding::idle(now))) {
-                if (const uint64_t due = due_at(c.claim.keep_idle, now); due != 0) {
-                    shm::lower_nonzero_word(idx.header().claim_due_unix_s, due);
-                }
-            }
+            // Its sandbox ended without unbinding: idle from now.
+            const uint64_t due = claim_due_at(c.claim.keep_idle, now);
+            lower_due(due);
+            if (shm::cas_word(c.claim.binding, bw, ClaimBinding::idle(now))) keep(due);
         } else if (b.kind == ClaimBinding::Kind::kIdle) {
-            const uint64_t due = due_at(c.claim.keep_idle, b.since_s);
+            const uint64_t due = claim_due_at(c.claim.keep_idle, b.since_s);
             if (due != 0 && now >= due) {
-                release = shm::cas_word(c.claim.binding, bw, ClaimBinding::expiring());
-            } else if (due != 0) {
-                shm::lower_nonzero_word(idx.header().claim_due_unix_s, due);
+                release = mark_expiring(i, w, bw);
+            } else {
+                keep(due);
             }
         }
-        if (release && shm::load_word(c.state) == w &&
-            release_entry(i, w, lease) == Released::kDone) {
-            ++freed;
-        }
+        if (!release) continue;
+        const Released r = release_entry(i, w, lease);
+        if (r == Released::kIo)
+            return make_error(Code::kIo, "cannot free an expired claim", store_.dir());
+        if (r == Released::kDone) ++freed;
+    }
+    uint64_t expected = began;
+    if (!shm::cas_word(
+            idx.header().claim_due, expected,
+            shm::ClaimDue{earliest, uint16_t(shm::ClaimDue::decode(began).changes + 1)}.encode())) {
+        lower_due(earliest);
     }
     return freed;
 }
@@ -261,10 +366,24 @@ Expected<size_t> Allocator::expire_claims() {
     return expire_claims_with(lease.handle());
 }
 
+Expected<std::vector<AllocatedAddress>> Allocator::sandbox_addresses(
+    const EntryRef& sandbox, const std::string& container_id) {
+    const auto claim = claim_of(sandbox.index, sandbox.word);
+    if (claim && shm::load_word(store_.index().entry(claim->index).claim.binding) ==
+                     ClaimBinding::bound(sandbox.index, EntryWord::decode(sandbox.word).gen)) {
+        return describe(claim->index, claim->word);
+    }
+    return make_error(Code::kClaimMoved,
+                      "container " + container_id +
+                          " no longer holds its pod's fixed addresses (a newer sandbox of the pod "
+                          "holds them, or the claim was released)");
+}
+
 ClaimView Allocator::view_claim(uint64_t entry_index, uint64_t entry_word) {
     const format::Entry& c = store_.index().entry(entry_index);
     ClaimView v;
     v.key = fixed(c.container_id, sizeof c.container_id);
+    v.fp = AttachmentIndex::read_fp(c, entry_word).value_or(Fingerprint{});
     v.pod = pod_of(c);
     v.keep_idle = c.claim.keep_idle;
     v.created_unix_ns = c.created_unix_ns;
@@ -296,7 +415,6 @@ ClaimView Allocator::view_claim(uint64_t entry_index, uint64_t entry_word) {
             v.use = ClaimView::Use::kUnknownSandbox;
             break;
     }
-    (void)entry_word;
     return v;
 }
 
@@ -325,6 +443,7 @@ Expected<std::vector<ClaimView>> Allocator::release_claims(
     for (uint64_t i = 0; i < idx.entry_count(); ++i) {
         const uint64_t w = shm::load_word(idx.entry(i).state);
         if (!committed_claim(idx.entry(i), w)) continue;
+        const uint64_t seen = shm::load_word(idx.entry(i).claim.binding);
         ClaimView v = view_claim(i, w);
         if (!filter(v)) continue;
         // A sandbox unknown since a rebuild may be running: in use, as far as anyone knows.
@@ -335,6 +454,8 @@ Expected<std::vector<ClaimView>> Allocator::release_claims(
             out.push_back(std::move(v));
             continue;
         }
+        // Not forced: only as it was seen (a sandbox that bound it since keeps it).
+        if (!in_use_too && !mark_expiring(i, w, seen)) continue;
         const Released r = release_entry(i, w, lease.handle());
         if (r == Released::kIo) {
             return make_error(Code::kIo,
@@ -345,6 +466,31 @@ Expected<std::vector<ClaimView>> Allocator::release_claims(
         if (r == Released::kDone) out.push_back(std::move(v));
     }
     return out;
+}
+
+Expected<size_t> Allocator::release_claim(const std::string& key, const std::string& ifname,
+                                          bool in_use_too) {
+    if (store_.retired()) return retired_error();
+    LeaseGuard lease(store_);
+    if (auto st = lease.acquire(); !st) return st.error();
+    reap_dead_leases(store_);
+    AttachmentIndex index = make_index(store_);
+    size_t released = 0;
+    for (const EntryRef& e : index.find(fingerprint(key, ifname))) {
+        if (!committed_claim(store_.index().entry(e.index), e.word)) continue;
+        const uint64_t seen = shm::load_word(store_.index().entry(e.index).claim.binding);
+        const ClaimView v = view_claim(e.index, e.word);
+        const bool in_use =
+            v.use == ClaimView::Use::kInUse || v.use == ClaimView::Use::kUnknownSandbox;
+        if (in_use && !in_use_too) continue;
+        if (!in_use_too && !mark_expiring(e.index, e.word, seen)) continue;
+        const Released r = release_entry(e.index, e.word, lease.handle());
+        if (r == Released::kIo) {
+            return make_error(Code::kIo, "cannot release the claim " + key, store_.dir());
+        }
+        if (r == Released::kDone) ++released;
+    }
+    return released;
 }
 
 }  // namespace shmipam::engine

@@ -27,35 +27,21 @@ constexpr uint64_t kBusyWaitNs = 2'000'000'000;  // then 11: the runtime retries
 
 Allocator::Released Allocator::release_entry(uint64_t entry_index, uint64_t word,
                                              const shm::LeaseHandle& lease) {
-    AttachmentIndex index = make_index(store_);
-    format::Entry& ent = store_.index().entry(entry_index);
+    const format::Entry& ent = store_.index().entry(entry_index);
     const uint8_t flags = ent.flags;  // written before the commit: fixed for the tenancy
-    // A claim being released is marked expiring first, so that no ADD binds it meanwhile.
-    std::optional<uint64_t> binding_before;
-    if (held_for_a_name(flags) && shm::load_word(ent.state) == word) {
-        // Due now first: a release that dies once the claim is marked is completed by the next
-        // invocation.
-        shm::lower_nonzero_word(store_.index().header().claim_due_unix_s, now_s());
-        uint64_t b = shm::load_word(ent.claim.binding);
-        if (b != shm::ClaimBinding::expiring() &&
-            shm::cas_word(ent.claim.binding, b, shm::ClaimBinding::expiring())) {
-            binding_before = b;
-        }
-    }
-    // A sandbox using a claim lets go of it first (a crash after this leaves the sandbox entry
-    // for its retried DEL, which then frees nothing).
+    // A claim is marked expiring before its release, so that no ADD binds it meanwhile.
+    if (held_for_a_name(flags) && !mark_expiring(entry_index, word)) return Released::kChanged;
+    if (!uses_a_claim(flags)) return release_committed(entry_index, word, lease);
+    // A sandbox using a claim lets go of it before its release (a crash between leaves the
+    // sandbox entry for its retried DEL, which then frees nothing), and tries again after it:
+    // a bind that raced the first try is seen by one of the two re-checks (bind's or this one).
+    const auto claim = claim_of(entry_index, word);
     std::optional<EntryRef> claim_to_free;
-    if (uses_a_claim(flags) && shm::load_word(ent.state) == word) {
-        claim_to_free = unbind(entry_index, word);
-    }
+    if (claim) claim_to_free = unbind(*claim, entry_index, word);
     const Released done = release_committed(entry_index, word, lease);
-    if (done == Released::kChanged && binding_before) {
-        uint64_t expiring = shm::ClaimBinding::expiring();
-        shm::cas_word(ent.claim.binding, expiring, *binding_before);  // not ours to mark
-    }
-    if (done == Released::kDone && claim_to_free) {
-        (void)release_entry(claim_to_free->index, claim_to_free->word, lease);
-    }
+    if (done != Released::kDone) return done;
+    if (claim && !claim_to_free) claim_to_free = unbind(*claim, entry_index, word);
+    if (claim_to_free) (void)release_entry(claim_to_free->index, claim_to_free->word, lease);
     return done;
 }
 
@@ -77,7 +63,7 @@ Status Allocator::del(const AttachmentKey& key) {
     if (auto st = lease.acquire(); !st) return st.error();
     if (store_.retired()) return retired_error();
     reap_dead_leases(store_);
-    if (claims_due()) expire_claims_with(lease.handle());
+    if (claims_due()) (void)expire_claims_with(lease.handle());
     const Fingerprint fp = fingerprint(key.container_id, key.ifname);
     AttachmentIndex index = make_index(store_);
     const uint64_t deadline = base::boot_ns() + kBusyWaitNs;

@@ -26,7 +26,7 @@ uint64_t first_tenancy_word(const Fingerprint& fp) {
 }  // namespace
 
 Expected<uint64_t> AsideBuilder::add_entry(const Fingerprint& fp, const AttachmentText& text,
-                                           uint64_t claim_binding) {
+                                           uint64_t claim_binding, bool claim_of_earlier_boot) {
     const uint64_t mask = aside_.entry_count() - 1;
     uint64_t e = fp.fp1 & mask;
     uint64_t d = 0;
@@ -43,7 +43,7 @@ Expected<uint64_t> AsideBuilder::add_entry(const Fingerprint& fp, const Attachme
     ent.flags = text.flags;
     copy_truncated(ent.container_id, sizeof ent.container_id, text.container_id);
     copy_truncated(ent.ifname, sizeof ent.ifname, text.ifname);
-    set_pod(ent, text.pod, text.claim_keep_idle, claim_binding);
+    set_pod(ent, text.pod, text.claim_keep_idle, claim_binding, claim_of_earlier_boot ? 1 : 0);
     ent.ref_count = uint8_t(std::min(range_sets_, format::kMaxRangeSets));
     ent.state = committed;
     return e;

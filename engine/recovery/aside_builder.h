@@ -27,7 +27,7 @@ class AsideBuilder {
     // A committed attachment entry (first tenancy) at its hash position. kIndexFull when full.
     // claim_binding: a claim entry's binding word (format.h, ClaimFields), else unused.
     Expected<uint64_t> add_entry(const Fingerprint& fp, const AttachmentText& text,
-                                 uint64_t claim_binding = 0);
+                                 uint64_t claim_binding = 0, bool claim_of_earlier_boot = false);
     // Names `address` as the entry's address in `range_set` and allocates its slot to it.
     void add_address(uint64_t entry, size_t range_set, const IpAddress& address,
                      uint8_t block_prefix, uint32_t min_gen, uint64_t owner_fp,

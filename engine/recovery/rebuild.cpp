@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "engine/policy/next_fit.h"
@@ -36,10 +37,15 @@ Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
     // ROLLBACK was not (the append failed), and the runtime's retry got another address. The
     // older one is freed, and its ROLLBACK journaled now, so that no later rebuild gives it back.
     std::map<std::tuple<uint64_t, uint64_t, uint8_t>, const JournalRecord*> newest_alloc;
+    // Claims with a record of this boot: a sandbox of this boot may be using them.
+    std::set<std::pair<uint64_t, uint64_t>> claims_of_this_boot;
     for (const JournalRecord& r : stats.newest) {
         if (JournalOp(r.op) != JournalOp::kAlloc || reclaimed(r)) continue;
         const JournalRecord*& cur = newest_alloc[{r.fp1, r.fp2, r.range_set}];
         if (cur == nullptr || r.sequence > cur->sequence) cur = &r;
+        if (held_for_a_name(r.flags) && std::memcmp(r.boot_id, boot_id.data(), 16) == 0) {
+            claims_of_this_boot.insert({r.fp1, r.fp2});
+        }
     }
     for (const JournalRecord& winner : stats.newest) {
         const JournalRecord* r = &winner;
@@ -68,17 +74,17 @@ Expected<RebuildStats> rebuild_from_journal(const NetworkConfig& cfg,
                                           uint8_t(r->flags),
                                           r->unix_ns,
                                           r->claim_keep_idle};
-                // A claim's sandbox is not journaled: one of an earlier boot is gone (the claim
-                // is idle from now); one of this boot may still run, unknown to the new index
-                // (docs/fixed-ips.md, "Rebuilds").
-                const bool earlier_boot = std::memcmp(r->boot_id, boot_id.data(), 16) != 0;
+                // A claim's sandbox is not journaled. A claim whose records are all of earlier
+                // boots was bound by no sandbox of this boot (binding it first writes its records
+                // again with this boot's id): idle from now. Otherwise a sandbox of this boot may
+                // still use it, unknown to the new index (docs/fixed-ips.md, "Rebuilds").
+                const bool earlier_boot = claims_of_this_boot.count({fp.fp1, fp.fp2}) == 0;
                 const uint64_t binding =
                     earlier_boot ? shm::ClaimBinding::idle(now_unix_ns / 1'000'000'000) : 0;
-                auto e = builder.add_entry(fp, text, binding);
+                auto e = builder.add_entry(fp, text, binding, earlier_boot);
                 if (earlier_boot && held_for_a_name(r->flags)) {
-                    const uint64_t due =
-                        claim_due_at(r->claim_keep_idle, now_unix_ns / 1'000'000'000);
-                    if (due != 0) shm::lower_nonzero_word(aside.header().claim_due_unix_s, due);
+                    lower_claim_due(aside.header().claim_due,
+                                    claim_due_at(r->claim_keep_idle, now_unix_ns / 1'000'000'000));
                 }
                 if (!e) return e.error();
                 it->second = *e;

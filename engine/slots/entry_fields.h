@@ -9,6 +9,8 @@
 #include <string>
 
 #include "engine/addr/ip_address.h"
+#include "shm/atomic_word.h"
+#include "shm/codec.h"
 #include "shm/format.h"
 
 namespace shmipam::engine {
@@ -35,6 +37,16 @@ inline uint64_t claim_due_at(uint64_t keep_idle, uint64_t idle_since_s) {
     if (keep_idle == format::kKeepIdleForever) return 0;
     if (keep_idle == format::kKeepIdleNone) return idle_since_s + kAtDeleteGraceS;
     return idle_since_s + (keep_idle - 1);
+}
+
+// Lowers the index header's claim_due word (format.h) to due_s (unix seconds); 0 does nothing.
+inline void lower_claim_due(uint64_t& word, uint64_t due_s) {
+    if (due_s == 0) return;
+    std::atomic_ref<uint64_t> ref(word);
+    uint64_t cur = ref.load(std::memory_order_seq_cst);
+    while (!ref.compare_exchange_weak(cur, shm::ClaimDue::lowered(cur, due_s),
+                                      std::memory_order_seq_cst)) {
+    }
 }
 
 // An attachment's text, as its entry and its journal records hold it (truncated to the fields).
@@ -64,12 +76,14 @@ inline std::string pod_of(const format::Entry& e) {
     return fixed(e.pod, sizeof e.pod);
 }
 // Writes the pod's name; the entry's flags must already be set. A claim entry's claim words are
-// set with it: `binding` as given, keep_idle from the text.
+// set with it (before its commit publishes them): `binding` and the others as given.
 inline void set_pod(format::Entry& e, const std::string& pod, uint64_t keep_idle = 0,
-                    uint64_t binding = 0) {
+                    uint64_t binding = 0, uint64_t records_of_earlier_boot = 0) {
     if (held_for_a_name(e.flags)) {
-        e.claim.binding = binding;
+        shm::store_word(e.claim.binding, binding, std::memory_order_relaxed);
         e.claim.keep_idle = keep_idle;
+        shm::store_word(e.claim.records_of_earlier_boot, records_of_earlier_boot,
+                        std::memory_order_relaxed);
         copy_truncated(e.claim.pod, sizeof e.claim.pod, pod);
     } else {
         copy_truncated(e.pod, sizeof e.pod, pod);

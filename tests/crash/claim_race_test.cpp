@@ -158,5 +158,57 @@ TEST_F(ClaimRace, TwoFirstSandboxesAtOnceTheNewerHoldsTheClaim) {
     expect_one_claim_held_by("c2");
 }
 
+// Found by review: an operator's release (not forced) saw the claim idle; the pod's new sandbox
+// bound it; the release then marked and freed it anyway, under the running pod. The release now
+// marks only from the word it saw.
+TEST_F(ClaimRace, AnOperatorsReleaseNeverFreesAClaimBoundSinceItLooked) {
+    ASSERT_TRUE(first->add(db0("c1", format::kKeepIdleForever)));
+    ASSERT_TRUE(first->del({"c1", "eth0"}));
+    Expected<std::vector<ClaimView>> released = make_error(Code::kInternal, "not run");
+    {
+        AtPoint at("claim.before_mark",
+                   [&] { ASSERT_TRUE(second->add(db0("c2", format::kKeepIdleForever))); });
+        released = first->release_claims([](const ClaimView&) { return true; }, false, false);
+        ASSERT_TRUE(at.reached());
+    }
+    ASSERT_TRUE(released);
+    EXPECT_TRUE(released->empty());
+    expect_one_claim_held_by("c2");
+}
+
+// Found by review: the runtime's DEL of a sandbox (after its ADD timed out) came between the
+// sandbox's commit and its bind: the DEL had nothing to unbind and ended the sandbox, and the bind
+// then bound the claim to the ended sandbox, where no policy would ever free it. The bind now
+// checks its sandbox before and after its CAS, and the DEL tries to unbind after its release too.
+class ClaimRaceDelAtBind : public ClaimRace, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ClaimRaceDelAtBind, ADelOfTheSandboxAtItsBindLeavesTheClaimIdleNotBoundToNothing) {
+    Expected<AddOutcome> c1 = make_error(Code::kInternal, "not run");
+    {
+        AtPoint at(GetParam(), [&] { ASSERT_TRUE(second->del({"c1", "eth0"})); });
+        c1 = first->add(db0("c1", 1 + 60));
+        ASSERT_TRUE(at.reached());
+    }
+    ASSERT_FALSE(c1) << "its DEL came first";
+    EXPECT_EQ(c1.error().code, Code::kTryAgainLater) << c1.error().msg;
+    EXPECT_FALSE(held("c1"));
+    auto claims = Allocator(*store, cfg).claims();
+    ASSERT_EQ(claims.size(), 1u);
+    EXPECT_EQ(claims[0].use, ClaimView::Use::kIdle);
+    testing::expect_verify_clean(*store);
+    first_now = t0 + 61;
+    EXPECT_EQ(*first->expire_claims(), 1u) << "its policy frees it";
+}
+
+INSTANTIATE_TEST_SUITE_P(BeforeTheBind, ClaimRaceDelAtBind,
+                         ::testing::Values("claim.after_sandbox_commit", "claim.before_bind"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (char& c : n) {
+                                 if (c == '.') c = '_';
+                             }
+                             return n;
+                         });
+
 }  // namespace
 }  // namespace shmipam::engine

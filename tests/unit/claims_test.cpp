@@ -39,9 +39,12 @@ class ClaimsTest : public ::testing::Test {
         alloc.reset();
         store.reset();
         std::filesystem::remove_all(cfg.state_dir());
-        testing::write_file(dir.sub("boot_id"), "99999999-2222-3333-4444-555555555555\n");
+        ++boots;
+        testing::write_file(dir.sub("boot_id"),
+                            std::to_string(90000000 + boots) + "-2222-3333-4444-555555555555\n");
         open();
     }
+    int boots = 0;
     // An ADD of the StatefulSet pod shop/db-0 in sandbox `cid`, kept `keep_idle` (format.h).
     Expected<AddOutcome> add_db0(const std::string& cid,
                                  uint64_t keep_idle = format::kKeepIdleForever) {
@@ -305,6 +308,52 @@ TEST_F(ClaimsTest, ARebuildInTheSameBootKeepsAClaimForItsUnknownSandbox) {
     ASSERT_EQ(*alloc->expire_claims(), 0u) << "c1 may still be running";
     EXPECT_EQ(all(add_db0("c1", format::kKeepIdleNone)), first) << "its retried ADD binds it";
     ASSERT_TRUE(alloc->del({"c1", "eth0"}));
+    EXPECT_EQ(allocated(), 0u);
+}
+
+// Found by review: after a reboot a pod's new sandbox bound its claim without writing anything,
+// so a rebuild later in the same boot read only the claim's records of the old boot, took the
+// claim for idle since then, and its policy freed the address under the running pod. Binding a
+// claim of an earlier boot now writes its records again with this boot's id.
+TEST_F(ClaimsTest, ARebuildAfterARebootAndABindKeepsTheClaimInUse) {
+    const auto first = all(add_db0("c1", format::kKeepIdleNone));
+    reboot();
+    EXPECT_EQ(all(add_db0("c2", format::kKeepIdleNone)), first);
+    // The same boot: the run directory lost (or the index retired) and rebuilt.
+    alloc.reset();
+    store.reset();
+    std::filesystem::remove_all(cfg.state_dir());
+    open();
+    ASSERT_EQ(claims().size(), 1u);
+    EXPECT_EQ(claims()[0].use, ClaimView::Use::kUnknownSandbox) << "c2 may be running";
+    now += 1000;
+    ASSERT_EQ(*alloc->expire_claims(), 0u);
+    EXPECT_EQ(allocated(), 1u + 1u);
+    testing::expect_verify_clean(*store);
+}
+
+// Found by review: a sandbox that used a fixed address, added again by a runtime whose config
+// no longer asks for one, was answered success with no address at all.
+TEST_F(ClaimsTest, ARepeatedAddWithoutTheStickyAskAnswersTheClaimsAddresses) {
+    const auto first = all(add_db0("c1"));
+    EXPECT_EQ(all(alloc->add(add_request("c1"))), first);
+    ASSERT_EQ(all(add_db0("c2")), first);
+    auto older = alloc->add(add_request("c1"));
+    ASSERT_FALSE(older);
+    EXPECT_EQ(older.error().code, Code::kClaimMoved);
+}
+
+// The claim key of a long namespace and pod name does not fit the entry's display field; the
+// claim is found by its fingerprint all the same.
+TEST_F(ClaimsTest, AClaimWithAKeyLongerThanItsDisplayFieldIsReleasedByKey) {
+    const std::string ns(60, 'n'), pod(60, 'p');
+    AddRequest r = add_request("c1");
+    r.claim = ClaimSpec{"sts:" + ns + "/" + pod + "/eth0"};
+    ASSERT_TRUE(alloc->add(r));
+    ASSERT_TRUE(alloc->del({"c1", "eth0"}));
+    auto released = alloc->release_claim(r.claim->key, "eth0", false);
+    ASSERT_TRUE(released);
+    EXPECT_EQ(*released, 1u);
     EXPECT_EQ(allocated(), 0u);
 }
 
