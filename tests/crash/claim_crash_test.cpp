@@ -3,6 +3,7 @@
 // the sandbox whose operation failed, the pod's next sandbox) must find: the name keeps one
 // address, never held twice; nobody else gets it; verify is clean; a rebuild agrees.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <set>
@@ -185,6 +186,41 @@ TEST(ClaimCrashCoverage, EveryClaimPointIsExercised) {
     for (const auto& s : scenarios()) covered.insert(s.point);
     for (auto p : faults::kClaimPoints) EXPECT_TRUE(covered.count(std::string(p))) << p;
 }
+
+// Found by review: a claim left idle by an ADD or DEL that died (before binding it, or between
+// unbinding it and setting its due time) was never freed when its pod did not come back: no due
+// time was set, so no invocation ever walked to it. Its due time is now set before the CAS.
+class ClaimCrashNoReturn : public ClaimCrash {};
+
+TEST_P(ClaimCrashNoReturn, AClaimLeftIdleByADeadOperationIsFreedByItsPolicy) {
+    const Scenario& s = GetParam();
+    ASSERT_EQ(plugin("ADD", "before", false).exit_code, 0);
+    if (s.op == "DEL") ASSERT_EQ(plugin("ADD", "v1", true).exit_code, 0);
+    auto r = plugin(s.op, "v1", true, true);
+    EXPECT_EQ(r.signal, 9) << "did not die at " << s.point << ": " << r.out;
+    // The runtime's DEL; the pod never comes back.
+    ASSERT_EQ(plugin("DEL", "v1", true).exit_code, 0);
+    verify();
+    ASSERT_LE(claims().size(), 1u);
+    ::sleep(2);  // the policy: 1 s idle
+    ASSERT_EQ(plugin("ADD", "after", false).exit_code, 0);
+    EXPECT_TRUE(claims().empty()) << claims();
+    verify();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PolicyOneSecond, ClaimCrashNoReturn,
+    ::testing::Values(Scenario{"ADD", "claim.after_claim_commit", 0, "kill", "1s"},
+                      Scenario{"ADD", "claim.after_sandbox_commit", 0, "kill", "1s"},
+                      Scenario{"ADD", "claim.before_bind", 0, "kill", "1s"},
+                      Scenario{"DEL", "claim.after_unbind", 0, "kill", "1s"}),
+    [](const auto& info) {
+        std::string n = info.param.op + "_" + info.param.point;
+        for (char& c : n) {
+            if (c == '.') c = '_';
+        }
+        return n;
+    });
 
 }  // namespace
 }  // namespace shmipam::testing

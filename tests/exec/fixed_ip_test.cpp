@@ -271,6 +271,8 @@ class FixedIpPools : public ::testing::Test {
                        "metadata: {name: beta}\nspec: {subnet: 10.61.0.0/24, ips: "
                        "[\"10.61.0.10-10.61.0.20\"]}\n");
     }
+    std::string pod = "db-0";
+    std::string ns = "shop";
     json config(const std::string& pool) const {
         json c = {{"cniVersion", "1.1.0"},
                   {"name", "net"},
@@ -286,13 +288,13 @@ class FixedIpPools : public ::testing::Test {
             {"ipam.spidernet.io/ippool", "{\"ipv4\": [\"" + pool + "\"]}"},
             {"ipam.shmipam.io/static-ip", "true"}};
         c["args"]["cni"]["labels"] =
-            json::array({{{"key", "statefulset.kubernetes.io/pod-name"}, {"value", "db-0"}}});
+            json::array({{{"key", "statefulset.kubernetes.io/pod-name"}, {"value", pod}}});
         return c;
     }
-    static std::map<std::string, std::string> env(const std::string& cmd, const std::string& cid) {
-        return cni_env(
-            cmd, cid, "eth0",
-            "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=db-0;K8S_POD_UID=u-" + cid);
+    std::map<std::string, std::string> env(const std::string& cmd, const std::string& cid) const {
+        return cni_env(cmd, cid, "eth0",
+                       "IgnoreUnknown=1;K8S_POD_NAMESPACE=" + ns + ";K8S_POD_NAME=" + pod +
+                           ";K8S_POD_UID=u-" + cid);
     }
     std::string add(const std::string& cid, const std::string& pool) {
         auto r = run_plugin(env("ADD", cid), config(pool).dump());
@@ -351,6 +353,30 @@ TEST_F(FixedIpPools, AnAddressExcludedMeanwhileIsKeptInUseAndReplacedAtTheNextSt
     ASSERT_EQ(claims("pool/alpha").size(), 1u);
     EXPECT_EQ(claims("pool/alpha")[0]["addresses"][0], next.substr(0, next.find('/')));
     verify_clean("pool/alpha");
+}
+
+// Found by review: the pool-change cleanup matched claims by their display key, which is cut
+// at 71 characters: a StatefulSet with long names kept its old pool's claim for ever.
+TEST_F(FixedIpPools, WhenThePodsPoolChangesTheOldClaimIsReleasedWhateverTheNamesLength) {
+    ns = std::string(50, 'n');
+    pod = "db-" + std::string(50, 'p');
+    add("c1", "alpha");
+    del("c1", "alpha");
+    add("c2", "beta");
+    EXPECT_TRUE(claims("pool/alpha").empty()) << claims("pool/alpha");
+    EXPECT_EQ(claims("pool/beta").size(), 1u);
+    verify_clean("pool/alpha");
+    // The operator names it as well, with or without the interface.
+    const std::string name = ns + "/" + pod;
+    auto busy = run_ctl({"--run-dir", dir.sub("run"), "release", "--claim", name});
+    EXPECT_NE(busy.out.find("in use by c2"), std::string::npos) << busy.out << busy.err;
+    del("c2", "beta");
+    auto dry = run_ctl({"--run-dir", dir.sub("run"), "release", "--claim", name});
+    EXPECT_NE(dry.out.find("would release"), std::string::npos) << dry.out << dry.err;
+    auto done = run_ctl(
+        {"--run-dir", dir.sub("run"), "release", "--claim", name, "--ifname", "eth0", "--apply"});
+    EXPECT_EQ(done.exit_code, 0) << done.out << done.err;
+    EXPECT_TRUE(claims("pool/beta").empty());
 }
 
 }  // namespace

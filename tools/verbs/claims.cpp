@@ -21,9 +21,23 @@ Expected<std::vector<std::string>> claim_networks(const Options& o) {
     return names;
 }
 
+// Whether the claim is the one of --claim (and --ifname). With the interface the claim is known
+// by its fingerprint; without it by its key, which an entry keeps cut at its field's size.
 bool names_claim(const Options& o, const engine::ClaimView& c) {
-    const ClaimName n = parse_claim_key(c.key);
-    return n.name == o.claim && (o.ifname.empty() || n.ifname == o.ifname);
+    for (const char* kind : {"sts:", "vm:"}) {
+        const std::string prefix = kind + o.claim + "/";
+        if (!o.ifname.empty()) {
+            if (engine::fingerprint(prefix + o.ifname, o.ifname) == c.fp) return true;
+            continue;
+        }
+        const bool cut = c.key.size() + 1 >= format::kContainerIdBytes;
+        if (c.key.rfind(prefix, 0) == 0 &&
+            (cut || c.key.find('/', prefix.size()) == std::string::npos)) {
+            return true;
+        }
+        if (cut && prefix.rfind(c.key, 0) == 0) return true;  // cut inside the name itself
+    }
+    return false;
 }
 
 }  // namespace
