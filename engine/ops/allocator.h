@@ -152,7 +152,7 @@ class Allocator {
                                                               const std::string& container_id);
     void lower_due(uint64_t due_s);
     Expected<size_t> expire_claims_with(const shm::LeaseHandle& lease);
-    // Whether an idle claim may be due (the index header's claim_due_unix_s has passed).
+    // Whether an idle claim may be due (the index header's claim_due has passed).
     bool claims_due();
     ClaimView view_claim(uint64_t entry_index, uint64_t entry_word);
     uint64_t now_s() const { return now_s_(); }
