@@ -4,6 +4,18 @@
 
 namespace shmipam::cni {
 
+pools::PodFacts pod_facts(const CniEnv& env, const NetConf& nc, const CniArgs& args) {
+    pools::PodFacts f;
+    f.namespace_ = args.pod_namespace;
+    f.name = args.pod_name;
+    f.uid = args.pod_uid;
+    f.annotations = nc.pod_annotations;
+    f.labels = nc.pod_labels;
+    if (nc.pool_mode) f.node_name = nc.pool_mode->node_name;
+    f.ifname = env.ifname;
+    return f;
+}
+
 Expected<std::optional<engine::ClaimSpec>> fixed_ip_claim(const CniEnv& env, const NetConf& nc,
                                                           const CniArgs& args) {
     // Ordinary pods, the common case, decide on two lookups.
@@ -11,13 +23,7 @@ Expected<std::optional<engine::ClaimSpec>> fixed_ip_claim(const CniEnv& env, con
         !nc.pod_annotations.contains(pools::kStaticIpAlias)) {
         return std::optional<engine::ClaimSpec>{};
     }
-    pools::PodFacts facts;
-    facts.namespace_ = args.pod_namespace;
-    facts.name = args.pod_name;
-    facts.uid = args.pod_uid;
-    facts.annotations = nc.pod_annotations;
-    facts.labels = nc.pod_labels;
-    facts.ifname = env.ifname;
+    const pools::PodFacts facts = pod_facts(env, nc, args);
     auto who = pools::sticky_identity(facts, nc.statefulset_fixed_ip);
     if (!who) return who.error();
     if (!*who) return std::optional<engine::ClaimSpec>{};

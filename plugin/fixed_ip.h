@@ -12,6 +12,10 @@
 
 namespace shmipam::cni {
 
+// The pod's facts as the rules read them (pools/pod_facts.h), from the runtime's CNI_ARGS and
+// the config's pod metadata.
+pools::PodFacts pod_facts(const CniEnv& env, const NetConf& nc, const CniArgs& args);
+
 // The claim this ADD's addresses are held by, or nullopt for an ordinary pod. An error (120)
 // when the pod asks for a static address it cannot have, or its policy cannot be read.
 Expected<std::optional<engine::ClaimSpec>> fixed_ip_claim(const CniEnv& env, const NetConf& nc,

@@ -116,18 +116,6 @@ json pool_result(const std::string& version, const NetConf& nc, const pools::Cat
     return result_json(version, std::move(ips), routes, dns);
 }
 
-pools::PodFacts facts_of(const CniEnv& env, const NetConf& nc, const CniArgs& args) {
-    pools::PodFacts f;
-    f.namespace_ = args.pod_namespace;
-    f.name = args.pod_name;
-    f.uid = args.pod_uid;
-    f.annotations = nc.pod_annotations;
-    f.labels = nc.pod_labels;
-    f.node_name = nc.pool_mode->node_name;
-    f.ifname = env.ifname;
-    return f;
-}
-
 // The opened states go with the answer, kept until the process exits (Invocation::
 // keep_until_exit); one whose append reached a compaction check is compacted after the answer.
 void keep_states(Invocation& inv, std::vector<OpenState>& opened) {
@@ -264,7 +252,7 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
                     const pools::Catalog& catalog) {
     const engine::AttachmentKey key{env.container_id, env.ifname};
     std::vector<OpenState> opened;
-    const pools::PodFacts facts = facts_of(env, nc, args);
+    const pools::PodFacts facts = pod_facts(env, nc, args);
     auto fixed = fixed_ip_claim(env, nc, args);
     if (!fixed) return fail(v, fixed.error());
     const pools::Selection sel = pools::select_pools(catalog, facts, nc.pool_mode->config);

@@ -22,7 +22,7 @@ struct SlotView {
     std::string ifname;
     std::string pod;
     bool imported = false;
-    bool claim = false;  // held for a name (kEntryFlagClaim), not for a sandbox
+    bool claim = false;   // held for a name (kEntryFlagClaim), not for a sandbox
     std::string used_by;  // a claim's: the container ID of the sandbox bound to it, if any
     uint64_t allocated_unix_ns = 0;
     uint64_t released_boot_ns = 0;  // cooling: when the cool-down began (CLOCK_BOOTTIME)

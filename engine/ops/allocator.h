@@ -151,6 +151,9 @@ class Allocator {
     Expected<std::vector<AllocatedAddress>> sandbox_addresses(const EntryRef& sandbox,
                                                               const std::string& container_id);
     void lower_due(uint64_t due_s);
+    Expected<std::vector<ClaimView>> release_claims_among(
+        const std::vector<uint64_t>& entries, const std::function<bool(const ClaimView&)>& filter,
+        bool in_use_too, bool dry_run);
     Expected<size_t> expire_claims_with(const shm::LeaseHandle& lease);
     // Whether an idle claim may be due (the index header's claim_due has passed).
     bool claims_due();

@@ -432,6 +432,26 @@ std::vector<ClaimView> Allocator::claims() {
 
 Expected<std::vector<ClaimView>> Allocator::release_claims(
     const std::function<bool(const ClaimView&)>& filter, bool in_use_too, bool dry_run) {
+    std::vector<uint64_t> every(store_.index().entry_count());
+    for (uint64_t i = 0; i < every.size(); ++i) every[i] = i;
+    return release_claims_among(every, filter, in_use_too, dry_run);
+}
+
+Expected<size_t> Allocator::release_claim(const std::string& key, const std::string& ifname,
+                                          bool in_use_too) {
+    std::vector<uint64_t> found;
+    for (const EntryRef& e : make_index(store_).find(fingerprint(key, ifname))) {
+        found.push_back(e.index);
+    }
+    auto out = release_claims_among(
+        found, [](const ClaimView&) { return true; }, in_use_too, false);
+    if (!out) return out.error();
+    return out->size();
+}
+
+Expected<std::vector<ClaimView>> Allocator::release_claims_among(
+    const std::vector<uint64_t>& entries, const std::function<bool(const ClaimView&)>& filter,
+    bool in_use_too, bool dry_run) {
     if (store_.retired()) return retired_error();
     LeaseGuard lease(store_);
     if (!dry_run) {
@@ -440,7 +460,7 @@ Expected<std::vector<ClaimView>> Allocator::release_claims(
     }
     std::vector<ClaimView> out;
     shm::IndexFile& idx = store_.index();
-    for (uint64_t i = 0; i < idx.entry_count(); ++i) {
+    for (uint64_t i : entries) {
         const uint64_t w = shm::load_word(idx.entry(i).state);
         if (!committed_claim(idx.entry(i), w)) continue;
         const uint64_t seen = shm::load_word(idx.entry(i).claim.binding);
@@ -466,31 +486,6 @@ Expected<std::vector<ClaimView>> Allocator::release_claims(
         if (r == Released::kDone) out.push_back(std::move(v));
     }
     return out;
-}
-
-Expected<size_t> Allocator::release_claim(const std::string& key, const std::string& ifname,
-                                          bool in_use_too) {
-    if (store_.retired()) return retired_error();
-    LeaseGuard lease(store_);
-    if (auto st = lease.acquire(); !st) return st.error();
-    reap_dead_leases(store_);
-    AttachmentIndex index = make_index(store_);
-    size_t released = 0;
-    for (const EntryRef& e : index.find(fingerprint(key, ifname))) {
-        if (!committed_claim(store_.index().entry(e.index), e.word)) continue;
-        const uint64_t seen = shm::load_word(store_.index().entry(e.index).claim.binding);
-        const ClaimView v = view_claim(e.index, e.word);
-        const bool in_use =
-            v.use == ClaimView::Use::kInUse || v.use == ClaimView::Use::kUnknownSandbox;
-        if (in_use && !in_use_too) continue;
-        if (!in_use_too && !mark_expiring(e.index, e.word, seen)) continue;
-        const Released r = release_entry(e.index, e.word, lease.handle());
-        if (r == Released::kIo) {
-            return make_error(Code::kIo, "cannot release the claim " + key, store_.dir());
-        }
-        if (r == Released::kDone) ++released;
-    }
-    return released;
 }
 
 }  // namespace shmipam::engine

@@ -9,30 +9,13 @@
 
 #include "base/clock.h"
 #include "base/fault_point.h"
+#include "tests/support/at_point.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
 namespace {
 
-// Runs `second` once, the first time the first actor reaches `point`.
-class AtPoint {
-  public:
-    AtPoint(std::string point, std::function<void()> second)
-        : point_(std::move(point)), second_(std::move(second)) {
-        faults::set_actor([this](std::string_view p) {
-            if (done_ || p != point_) return;
-            done_ = true;  // the second actor's own steps pass here without running it again
-            second_();
-        });
-    }
-    ~AtPoint() { faults::set_actor(nullptr); }
-    bool reached() const { return done_; }
-
-  private:
-    std::string point_;
-    std::function<void()> second_;
-    bool done_ = false;
-};
+using testing::AtPoint;
 
 class ClaimRace : public ::testing::Test {
   protected:

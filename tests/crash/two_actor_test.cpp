@@ -16,30 +16,13 @@
 #include "engine/recovery/recovery.h"
 #include "engine/state/journal_compaction.h"
 #include "shm/atomic_word.h"
+#include "tests/support/at_point.h"
 #include "tests/support/network_fixture.h"
 
 namespace shmipam::engine {
 namespace {
 
-// Runs `second` once, the first time the first actor reaches `point`.
-class AtPoint {
-  public:
-    AtPoint(std::string point, std::function<void()> second)
-        : point_(std::move(point)), second_(std::move(second)) {
-        faults::set_actor([this](std::string_view p) {
-            if (done_ || p != point_) return;
-            done_ = true;
-            second_();
-        });
-    }
-    ~AtPoint() { faults::set_actor(nullptr); }
-    bool reached() const { return done_; }
-
-  private:
-    std::string point_;
-    std::function<void()> second_;
-    bool done_ = false;
-};
+using testing::AtPoint;
 
 class TwoActors : public ::testing::TestWithParam<const char*> {
   protected:
