@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that dependencies point one way, reading every #include "dir/..." line:
 #   base <- shm <- engine (addr <- slots <- state <- {policy, inspect} <- recovery <- ops)
-#        <- pools <- {plugin, tools, bench}
+#        <- {pools, cluster} <- {plugin, tools, bench}
 # plugin/ includes no shm/ header: the engine owns what the CNI glue needs of the store.
 # Prints each include that breaks a rule and exits 1; exits 0 when there is none.
 #   bash scripts/check-layers.sh [ROOT]   (default: the repository)
@@ -23,8 +23,9 @@ allowed_for() {  # sets `allowed`
     engine/recovery) allowed="$low engine/state engine/policy engine/recovery" ;;
     engine/ops | engine) allowed="base shm engine engine/*" ;;
     pools) allowed="base engine engine/* pools" ;;
-    plugin) allowed="base engine engine/* pools plugin" ;;
-    tools) allowed="base shm engine engine/* pools tools" ;;
+    cluster) allowed="base engine engine/* cluster" ;;
+    plugin) allowed="base engine engine/* pools cluster plugin" ;;
+    tools) allowed="base shm engine engine/* pools cluster tools" ;;
     bench) allowed="base shm engine engine/* pools plugin bench" ;;
     *) allowed="*" ;;  # tests/ and anything else may include anything
     esac

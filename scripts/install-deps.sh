@@ -18,6 +18,8 @@ packages=(
     containernetworking-plugins  # real bridge + host-local for end-to-end and migration tests
     iproute2              # ip netns for end-to-end tests
     iputils-ping          # reachability between test namespaces
+    libcurl4-openssl-dev  # the cluster store's client: etcd's v3 JSON gateway over HTTP(S) (never the plugin)
+    etcd-server           # a real 3-member etcd for the cluster tests (tests/support/etcd_cluster.h)
 )
 
 missing=()

@@ -1,0 +1,236 @@
+#include "cluster/etcd_client.h"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "cluster/base64.h"
+
+namespace shmipam::cluster {
+
+using nlohmann::json;
+
+namespace {
+
+std::once_flag curl_global;
+
+size_t collect(char* data, size_t size, size_t n, void* out) {
+    static_cast<std::string*>(out)->append(data, size * n);
+    return size * n;
+}
+
+// The gateway writes 64-bit integers as strings.
+int64_t int_of(const json& j, const char* field) {
+    auto it = j.find(field);
+    if (it == j.end()) return 0;
+    if (it->is_string()) return std::stoll(it->get<std::string>());
+    if (it->is_number_integer()) return it->get<int64_t>();
+    return 0;
+}
+
+uint64_t uint_of(const json& j, const char* field) {
+    auto it = j.find(field);
+    if (it == j.end()) return 0;
+    if (it->is_string()) return std::stoull(it->get<std::string>());
+    if (it->is_number_unsigned()) return it->get<uint64_t>();
+    return 0;
+}
+
+KeyValue kv_of(const json& j) {
+    KeyValue kv;
+    kv.key = base64_decode(j.value("key", ""));
+    kv.value = base64_decode(j.value("value", ""));
+    kv.create_revision = int_of(j, "create_revision");
+    kv.mod_revision = int_of(j, "mod_revision");
+    kv.version = int_of(j, "version");
+    return kv;
+}
+
+// The end of a prefix range: the prefix with its last byte incremented (etcd's convention).
+std::string prefix_end(std::string p) {
+    while (!p.empty()) {
+        if (uint8_t(p.back()) < 0xff) {
+            p.back() = char(uint8_t(p.back()) + 1);
+            return p;
+        }
+        p.pop_back();
+    }
+    return std::string(1, '\0');  // the whole key space
+}
+
+}  // namespace
+
+struct EtcdClient::Impl {
+    CURL* curl = nullptr;
+};
+
+EtcdClient::EtcdClient(EtcdConfig cfg) : cfg_(std::move(cfg)), impl_(std::make_unique<Impl>()) {
+    std::call_once(curl_global, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    impl_->curl = curl_easy_init();
+}
+
+EtcdClient::~EtcdClient() {
+    if (impl_->curl != nullptr) curl_easy_cleanup(impl_->curl);
+}
+
+Expected<std::string> EtcdClient::call(const std::string& path, const std::string& body) {
+    if (cfg_.endpoints.empty()) return make_error(Code::kInvalidConfig, "etcd: no endpoints");
+    if (impl_->curl == nullptr)
+        return make_error(Code::kInternal, "etcd: cannot initialise libcurl");
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(cfg_.budget_ms);
+    std::string why;
+    for (size_t attempt = 0; Clock::now() < deadline; ++attempt) {
+        const size_t e = (preferred_ + attempt) % cfg_.endpoints.size();
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        CURL* c = impl_->curl;
+        curl_easy_reset(c);
+        const std::string url = cfg_.endpoints[e] + path;
+        std::string out;
+        curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+        if (!token_.empty()) {
+            headers = curl_slist_append(headers, ("Authorization: " + token_).c_str());
+        }
+        curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, long(body.size()));
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                         long(std::min<int64_t>(int64_t(cfg_.attempt_timeout_ms), left)));
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                         long(std::min<int64_t>(int64_t(cfg_.attempt_timeout_ms), left)));
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        if (!cfg_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, cfg_.ca_file.c_str());
+        if (!cfg_.cert_file.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, cfg_.cert_file.c_str());
+        if (!cfg_.key_file.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, cfg_.key_file.c_str());
+        const CURLcode rc = curl_easy_perform(c);
+        long status = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_slist_free_all(headers);
+        if (rc != CURLE_OK) {
+            why = cfg_.endpoints[e] + ": " + curl_easy_strerror(rc);
+            if (rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_PEER_FAILED_VERIFICATION ||
+                rc == CURLE_SSL_CERTPROBLEM) {
+                return make_error(Code::kUnavailable, "etcd: TLS failed: " + why);
+            }
+            continue;
+        }
+        if (status != 200) {
+            why = cfg_.endpoints[e] + ": HTTP " + std::to_string(status) + ": " + out;
+            if (status >= 500) continue;  // a member without a leader, or shutting down
+            return make_error(Code::kUnavailable, "etcd refused the request: " + why);
+        }
+        preferred_ = e;
+        return out;
+    }
+    return make_error(
+        Code::kUnavailable,
+        "etcd unavailable: no endpoint answered within " + std::to_string(cfg_.budget_ms) + " ms",
+        why);
+}
+
+namespace {
+
+Expected<json> parsed(const Expected<std::string>& text, ResponseHeader& header) {
+    if (!text) return text.error();
+    json j = json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return make_error(Code::kUnavailable, "etcd answered something that is not JSON");
+    }
+    if (auto h = j.find("header"); h != j.end() && h->is_object()) {
+        header.cluster_id = uint_of(*h, "cluster_id");
+        header.member_id = uint_of(*h, "member_id");
+        header.revision = int_of(*h, "revision");
+    }
+    return j;
+}
+
+}  // namespace
+
+Expected<std::optional<KeyValue>> EtcdClient::get(const std::string& key) {
+    auto j = parsed(call("/v3/kv/range", json{{"key", base64_encode(key)}}.dump()), header_);
+    if (!j) return j.error();
+    if (auto kvs = j->find("kvs"); kvs != j->end() && kvs->is_array() && !kvs->empty()) {
+        return std::optional<KeyValue>{kv_of((*kvs)[0])};
+    }
+    return std::optional<KeyValue>{};
+}
+
+Expected<std::vector<KeyValue>> EtcdClient::get_prefix(const std::string& prefix) {
+    auto j = parsed(call("/v3/kv/range", json{{"key", base64_encode(prefix)},
+                                              {"range_end", base64_encode(prefix_end(prefix))}}
+                                             .dump()),
+                    header_);
+    if (!j) return j.error();
+    std::vector<KeyValue> out;
+    if (auto kvs = j->find("kvs"); kvs != j->end() && kvs->is_array()) {
+        for (const auto& kv : *kvs) out.push_back(kv_of(kv));
+    }
+    return out;
+}
+
+Expected<int64_t> EtcdClient::put(const std::string& key, const std::string& value) {
+    auto j = parsed(call("/v3/kv/put",
+                         json{{"key", base64_encode(key)}, {"value", base64_encode(value)}}.dump()),
+                    header_);
+    if (!j) return j.error();
+    return header_.revision;
+}
+
+Expected<CreateResult> EtcdClient::create_if_absent(const std::string& key,
+                                                    const std::string& value) {
+    const std::string k = base64_encode(key);
+    const json txn{
+        {"compare",
+         json::array(
+             {{{"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}})},
+        {"success",
+         json::array({{{"request_put", {{"key", k}, {"value", base64_encode(value)}}}}})},
+        {"failure", json::array({{{"request_range", {{"key", k}}}}})}};
+    auto j = parsed(call("/v3/kv/txn", txn.dump()), header_);
+    if (!j) return j.error();
+    CreateResult out;
+    out.created = j->value("succeeded", false);
+    out.revision = header_.revision;
+    if (!out.created) {
+        if (auto rs = j->find("responses"); rs != j->end() && rs->is_array() && !rs->empty()) {
+            const json& range = (*rs)[0].value("response_range", json::object());
+            if (auto kvs = range.find("kvs");
+                kvs != range.end() && kvs->is_array() && !kvs->empty()) {
+                out.held = kv_of((*kvs)[0]);
+            }
+        }
+        // An attempt that timed out after etcd committed it, retried on another member: the
+        // key holds exactly our value (callers put a nonce in it), so it is ours.
+        if (out.held && out.held->value == value) {
+            out.created = true;
+            out.revision = out.held->mod_revision;
+        }
+    }
+    return out;
+}
+
+Expected<EtcdClient::Status> EtcdClient::status() {
+    auto j = parsed(call("/v3/maintenance/status", "{}"), header_);
+    if (!j) return j.error();
+    return Status{header_.member_id, uint_of(*j, "leader")};
+}
+
+Expected<bool> EtcdClient::delete_at(const std::string& key, int64_t mod_revision) {
+    const std::string k = base64_encode(key);
+    const json txn{{"compare", json::array({{{"key", k},
+                                             {"target", "MOD"},
+                                             {"result", "EQUAL"},
+                                             {"mod_revision", std::to_string(mod_revision)}}})},
+                   {"success", json::array({{{"request_delete_range", {{"key", k}}}}})}};
+    auto j = parsed(call("/v3/kv/txn", txn.dump()), header_);
+    if (!j) return j.error();
+    return j->value("succeeded", false);
+}
+
+}  // namespace shmipam::cluster

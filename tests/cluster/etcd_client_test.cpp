@@ -1,0 +1,206 @@
+// The cluster store's client against a real 3-member etcd (tests/support/etcd_cluster.h):
+// one winner per key among concurrent claimers, and what a killed follower, a killed leader and
+// a lost quorum do to a call (each measured and printed; docs/cluster.md).
+#include "cluster/etcd_client.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "tests/support/etcd_cluster.h"
+
+namespace shmipam::cluster {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::EtcdCluster;
+
+class Etcd : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!EtcdCluster::installed()) {
+            if (std::getenv("CI") != nullptr) FAIL() << "etcd is not installed";
+            GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh installs it)";
+        }
+        etcd = std::make_unique<EtcdCluster>(3);
+        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
+    }
+    EtcdConfig config() const {
+        EtcdConfig c;
+        c.endpoints = etcd->client_urls();
+        c.attempt_timeout_ms = 1000;
+        c.budget_ms = 5000;
+        return c;
+    }
+    // The member that leads now (as the members say), or size() if none does.
+    size_t leader() {
+        std::map<uint64_t, size_t> member_of;
+        uint64_t leader_id = 0;
+        for (size_t i = 0; i < etcd->size(); ++i) {
+            if (!etcd->running(i)) continue;
+            EtcdConfig c = config();
+            c.endpoints = {etcd->client_url(i)};
+            EtcdClient one(c);
+            auto s = one.status();
+            if (!s) continue;
+            member_of[s->member_id] = i;
+            if (s->leader_id != 0) leader_id = s->leader_id;
+        }
+        auto it = member_of.find(leader_id);
+        return it == member_of.end() ? etcd->size() : it->second;
+    }
+    std::unique_ptr<EtcdCluster> etcd;
+};
+
+TEST_F(Etcd, EveryMemberAnswersForOneCluster) {
+    uint64_t cluster = 0;
+    for (size_t i = 0; i < etcd->size(); ++i) {
+        EtcdConfig c = config();
+        c.endpoints = {etcd->client_url(i)};
+        EtcdClient one(c);
+        ASSERT_TRUE(one.put("/shmipam-test/k" + std::to_string(i), "v"));
+        ASSERT_NE(one.last_header().cluster_id, 0u);
+        if (cluster == 0) cluster = one.last_header().cluster_id;
+        EXPECT_EQ(one.last_header().cluster_id, cluster);
+    }
+    EtcdClient client(config());
+    auto all = client.get_prefix("/shmipam-test/");
+    ASSERT_TRUE(all) << all.error().msg;
+    EXPECT_EQ(all->size(), 3u);
+}
+
+TEST_F(Etcd, AnotherClusterIsToldApartByItsId) {
+    EtcdCluster other(1);
+    ASSERT_TRUE(other.ready()) << other.why_not_ready();
+    EtcdClient a(config());
+    EtcdConfig oc = config();
+    oc.endpoints = other.client_urls();
+    EtcdClient b(oc);
+    ASSERT_TRUE(a.get("/x"));
+    ASSERT_TRUE(b.get("/x"));
+    EXPECT_NE(a.last_header().cluster_id, b.last_header().cluster_id);
+}
+
+// 8 claimers (one client each, as 8 nodes) race for the same 20 keys: each key is created once,
+// and every loser reads the winner's value.
+TEST_F(Etcd, CreateIfAbsentHasOneWinnerPerKeyAmongConcurrentClaimers) {
+    constexpr int kNodes = 8, kKeys = 20;
+    std::vector<std::map<int, CreateResult>> seen(kNodes);
+    std::vector<std::thread> threads;
+    std::atomic<int> errors{0};
+    for (int n = 0; n < kNodes; ++n) {
+        threads.emplace_back([&, n] {
+            EtcdClient client(config());
+            for (int k = 0; k < kKeys; ++k) {
+                const int key = (k + n * 3) % kKeys;  // nodes start at different keys
+                auto r = client.create_if_absent("/shmipam-test/blocks/" + std::to_string(key),
+                                                 "node-" + std::to_string(n));
+                if (!r) {
+                    ++errors;
+                    continue;
+                }
+                seen[n][key] = *r;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(errors.load(), 0);
+    EtcdClient client(config());
+    for (int k = 0; k < kKeys; ++k) {
+        auto kv = client.get("/shmipam-test/blocks/" + std::to_string(k));
+        ASSERT_TRUE(kv && *kv);
+        int winners = 0;
+        for (int n = 0; n < kNodes; ++n) {
+            const CreateResult& r = seen[n].at(k);
+            if (r.created) {
+                ++winners;
+                EXPECT_EQ((*kv)->value, "node-" + std::to_string(n));
+            } else {
+                ASSERT_TRUE(r.held);
+                EXPECT_EQ(r.held->value, (*kv)->value);
+            }
+        }
+        EXPECT_EQ(winners, 1) << "key " << k;
+    }
+}
+
+TEST_F(Etcd, DeleteAtARevisionRefusesAKeyThatChangedSince) {
+    EtcdClient client(config());
+    auto c = client.create_if_absent("/shmipam-test/b", "node-a");
+    ASSERT_TRUE(c && c->created);
+    auto kv = client.get("/shmipam-test/b");
+    ASSERT_TRUE(kv && *kv);
+    ASSERT_TRUE(client.put("/shmipam-test/b", "node-b"));
+    auto stale = client.delete_at("/shmipam-test/b", (*kv)->mod_revision);
+    ASSERT_TRUE(stale);
+    EXPECT_FALSE(*stale);
+    auto now = client.get("/shmipam-test/b");
+    auto fresh = client.delete_at("/shmipam-test/b", (*now)->mod_revision);
+    ASSERT_TRUE(fresh);
+    EXPECT_TRUE(*fresh);
+    EXPECT_FALSE(*client.get("/shmipam-test/b"));
+}
+
+// Claims go on while a member is killed, the leader or a follower: every call succeeds within
+// the budget, and the longest stall is printed (docs/cluster.md: the per-attempt timeout, not
+// the election, sets it).
+class EtcdMemberKilled : public Etcd, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(EtcdMemberKilled, EveryCallSucceedsWithinTheBudget) {
+    const bool kill_leader = GetParam();
+    const size_t lead = leader();
+    ASSERT_LT(lead, etcd->size()) << "no leader";
+    const size_t victim = kill_leader ? lead : (lead + 1) % etcd->size();
+    EtcdClient client(config());
+    std::chrono::milliseconds longest{0};
+    for (int i = 0; i < 60; ++i) {
+        if (i == 10) etcd->kill(victim);
+        const auto t0 = Clock::now();
+        auto r = client.create_if_absent("/shmipam-test/storm/" + std::to_string(i), "node-a");
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+        ASSERT_TRUE(r) << "call " << i << ": " << r.error().msg << " " << r.error().details;
+        EXPECT_TRUE(r->created);
+        longest = std::max(longest, took);
+        EXPECT_LE(took.count(), 5000) << "call " << i;
+    }
+    std::printf("[ etcd     ] %s killed: longest call %lld ms (attempt timeout 1000 ms)\n",
+                kill_leader ? "leader" : "follower", static_cast<long long>(longest.count()));
+    ASSERT_TRUE(etcd->start(victim));
+    auto back = client.get_prefix("/shmipam-test/storm/");
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->size(), 60u);
+}
+
+INSTANTIATE_TEST_SUITE_P(LeaderOrFollower, EtcdMemberKilled, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Leader" : "Follower"; });
+
+// Two of three members gone: a call fails with "etcd unavailable" within its budget; with one
+// back, calls succeed again.
+TEST_F(Etcd, WithoutAQuorumACallFailsWithinItsBudgetAndRecovers) {
+    EtcdClient client(config());
+    ASSERT_TRUE(client.put("/shmipam-test/q", "1"));
+    etcd->kill(0);
+    etcd->kill(1);
+    EtcdConfig c = config();
+    c.budget_ms = 3000;
+    EtcdClient hurried(c);
+    const auto t0 = Clock::now();
+    auto r = hurried.create_if_absent("/shmipam-test/q2", "node-a");
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Code::kUnavailable);
+    EXPECT_NE(r.error().msg.find("etcd unavailable"), std::string::npos) << r.error().msg;
+    EXPECT_LE(took.count(), 3000 + 1000) << "the budget, plus one attempt's slack";
+    std::printf("[ etcd     ] no quorum: failed after %lld ms (budget 3000 ms)\n",
+                static_cast<long long>(took.count()));
+    ASSERT_TRUE(etcd->start(0));
+    auto again = client.create_if_absent("/shmipam-test/q2", "node-a");
+    ASSERT_TRUE(again) << again.error().msg;
+    EXPECT_TRUE(again->created);
+}
+
+}  // namespace
+}  // namespace shmipam::cluster

@@ -1,0 +1,155 @@
+#include "tests/support/etcd_cluster.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "cluster/etcd_client.h"
+
+extern char** environ;
+
+namespace shmipam::testing {
+
+namespace {
+
+constexpr const char* kEtcd = "/usr/bin/etcd";
+
+// A port the kernel had free a moment ago (bound to 0, read back, closed).
+uint16_t free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    uint16_t port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+        port = ntohs(a.sin_port);
+    }
+    ::close(fd);
+    return port;
+}
+
+std::string url(uint16_t port) {
+    return "http://127.0.0.1:" + std::to_string(port);
+}
+
+}  // namespace
+
+bool EtcdCluster::installed() {
+    return ::access(kEtcd, X_OK) == 0;
+}
+
+EtcdCluster::EtcdCluster(size_t members) {
+    std::random_device rd;
+    token_ = "shmipam-test-" + std::to_string(rd()) + std::to_string(::getpid());
+    if (!installed()) {
+        why_ = std::string(kEtcd) + " is not installed (scripts/install-deps.sh installs it)";
+        return;
+    }
+    members_.resize(members);
+    for (size_t i = 0; i < members; ++i) {
+        members_[i].name = "m" + std::to_string(i);
+        members_[i].client_port = free_port();
+        members_[i].peer_port = free_port();
+    }
+    for (size_t i = 0; i < members; ++i) {
+        if (!spawn(i, true)) {
+            why_ = "cannot start " + members_[i].name;
+            return;
+        }
+    }
+    for (size_t i = 0; i < members; ++i) {
+        if (!wait_healthy(i, 20'000)) {
+            why_ = members_[i].name +
+                   " did not become healthy: " + read_file(dir_.sub(members_[i].name + ".log"));
+            return;
+        }
+    }
+    ready_ = true;
+}
+
+EtcdCluster::~EtcdCluster() {
+    for (size_t i = 0; i < members_.size(); ++i) kill(i);
+}
+
+std::vector<std::string> EtcdCluster::client_urls() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < members_.size(); ++i) out.push_back(client_url(i));
+    return out;
+}
+
+std::string EtcdCluster::client_url(size_t i) const {
+    return url(members_[i].client_port);
+}
+
+bool EtcdCluster::spawn(size_t i, bool initial) {
+    Member& m = members_[i];
+    std::string initial_cluster;
+    for (const Member& o : members_) {
+        initial_cluster += (initial_cluster.empty() ? "" : ",") + o.name + "=" + url(o.peer_port);
+    }
+    std::vector<std::string> args = {
+        kEtcd, "--name=" + m.name, "--data-dir=" + dir_.sub(m.name),
+        "--listen-client-urls=" + url(m.client_port),
+        "--advertise-client-urls=" + url(m.client_port), "--listen-peer-urls=" + url(m.peer_port),
+        "--initial-advertise-peer-urls=" + url(m.peer_port), "--initial-cluster=" + initial_cluster,
+        "--initial-cluster-token=" + token_,
+        std::string("--initial-cluster-state=") + (initial ? "new" : "existing"),
+        // Fast elections: a test kills leaders on purpose.
+        "--heartbeat-interval=50", "--election-timeout=500", "--logger=zap", "--log-level=warn"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    const std::string log = dir_.sub(m.name + ".log");
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, kEtcd, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return false;
+    m.pid = pid;
+    return true;
+}
+
+bool EtcdCluster::wait_healthy(size_t i, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    cluster::EtcdConfig cfg;
+    cfg.endpoints = {client_url(i)};
+    cfg.attempt_timeout_ms = 500;
+    cfg.budget_ms = 500;
+    cluster::EtcdClient client(cfg);
+    while (std::chrono::steady_clock::now() < deadline) {
+        // A linearizable read answers only once the member has a leader and is caught up.
+        if (client.get("/health-probe")) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
+void EtcdCluster::kill(size_t i) {
+    Member& m = members_[i];
+    if (m.pid <= 0) return;
+    ::kill(m.pid, SIGKILL);
+    int status = 0;
+    ::waitpid(m.pid, &status, 0);
+    m.pid = -1;
+}
+
+bool EtcdCluster::start(size_t i) {
+    if (members_[i].pid > 0) return true;
+    return spawn(i, false) && wait_healthy(i, 20'000);
+}
+
+}  // namespace shmipam::testing

@@ -1,0 +1,53 @@
+// A real etcd cluster for tests (Debian's etcd-server, installed by scripts/install-deps.sh):
+// `members` processes on free loopback ports with temporary data directories, started together
+// as a new cluster, killed by pid when the fixture goes. Members can be killed (SIGKILL) and
+// started again on their data directory, as a node's etcd is.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/temp_dir.h"
+
+namespace shmipam::testing {
+
+class EtcdCluster {
+  public:
+    // Starts the members and waits until every one answers /health; `ready` says whether they
+    // did (with why_not_ready() saying why not).
+    explicit EtcdCluster(size_t members = 3);
+    ~EtcdCluster();
+    EtcdCluster(const EtcdCluster&) = delete;
+    EtcdCluster& operator=(const EtcdCluster&) = delete;
+
+    static bool installed();  // the etcd binary is there
+    bool ready() const { return ready_; }
+    const std::string& why_not_ready() const { return why_; }
+
+    std::vector<std::string> client_urls() const;
+    std::string client_url(size_t i) const;
+    size_t size() const { return members_.size(); }
+
+    void kill(size_t i);   // SIGKILL, and reaped
+    bool start(size_t i);  // again, on its data directory; true once it answers /health
+    bool running(size_t i) const { return members_[i].pid > 0; }
+
+  private:
+    struct Member {
+        std::string name;
+        uint16_t client_port = 0, peer_port = 0;
+        pid_t pid = -1;
+    };
+    bool spawn(size_t i, bool initial);
+    bool wait_healthy(size_t i, int timeout_ms);
+
+    TempDir dir_;
+    std::vector<Member> members_;
+    std::string token_;
+    bool ready_ = false;
+    std::string why_;
+};
+
+}  // namespace shmipam::testing
