@@ -1,0 +1,153 @@
+#include "cluster/block_store.h"
+
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "engine/addr/fingerprint.h"
+
+namespace shmipam::cluster {
+
+using engine::Cidr;
+using engine::IpAddress;
+using nlohmann::json;
+
+namespace {
+
+std::string nonce() {
+    static std::random_device rd;
+    static std::mt19937_64 rng(rd() ^ (uint64_t(rd()) << 32));
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+    return buf;
+}
+
+// The key's last part: "10.1.0.64-26" (a '/' would be a path separator for people reading).
+std::string block_name(const Cidr& block) {
+    return block.network().to_string() + "-" + std::to_string(block.prefix);
+}
+
+std::optional<Cidr> block_of_name(const std::string& name) {
+    const size_t dash = name.rfind('-');
+    if (dash == std::string::npos) return std::nullopt;
+    return Cidr::parse(name.substr(0, dash) + "/" + name.substr(dash + 1));
+}
+
+std::optional<Block> block_of(const KeyValue& kv) {
+    const size_t slash = kv.key.rfind('/');
+    auto cidr = block_of_name(kv.key.substr(slash == std::string::npos ? 0 : slash + 1));
+    const json v = json::parse(kv.value, nullptr, false);
+    if (!cidr || !v.is_object()) return std::nullopt;
+    Block b;
+    b.cidr = *cidr;
+    b.node = v.value("node", "");
+    b.nonce = v.value("nonce", "");
+    b.claimed_unix_s = v.value("claimedUnixS", uint64_t{0});
+    b.mod_revision = kv.mod_revision;
+    return b;
+}
+
+}  // namespace
+
+std::string BlockStore::key_of(const std::string& pool, const Cidr& block) const {
+    return prefix_ + "/v1/pools/" + pool + "/blocks/" + block_name(block);
+}
+
+Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool) {
+    auto kvs = etcd_.get_prefix(prefix_ + "/v1/pools/" + pool + "/blocks/");
+    if (!kvs) return kvs.error();
+    std::vector<Block> out;
+    for (const KeyValue& kv : *kvs) {
+        if (auto b = block_of(kv)) out.push_back(*b);
+    }
+    return out;
+}
+
+std::vector<Cidr> BlockStore::claim_order(const Cidr& pool_cidr, int block_prefix,
+                                          const std::string& node) {
+    std::vector<Cidr> out;
+    if (block_prefix < pool_cidr.prefix) return out;
+    const int bits = block_prefix - pool_cidr.prefix;
+    if (bits > 20) return out;  // more than a million blocks: not a pool anyone cuts so
+    const uint64_t count = uint64_t{1} << bits;
+    const uint64_t start = engine::fingerprint(node, "blocks").fp1 % count;
+    const engine::u128 step = engine::u128{1} << (pool_cidr.address.bits() - block_prefix);
+    const IpAddress base = pool_cidr.network();
+    for (uint64_t k = 0; k < count; ++k) {
+        const uint64_t i = (start + k) % count;
+        out.push_back(Cidr{IpAddress{base.value + step * i, base.family}, block_prefix});
+    }
+    return out;
+}
+
+Expected<std::optional<Block>> BlockStore::try_claim(const std::string& pool, const Cidr& block,
+                                                     const std::string& node) {
+    const json value{
+        {"node", node}, {"nonce", nonce()}, {"claimedUnixS", uint64_t(std::time(nullptr))}};
+    auto r = etcd_.create_if_absent(key_of(pool, block), value.dump());
+    if (!r) return r.error();
+    if (!r->created) {
+        if (r->held) return block_of(*r->held);  // somebody's (maybe ours, from before)
+        return std::optional<Block>{};
+    }
+    Block b;
+    b.cidr = block;
+    b.node = node;
+    b.nonce = value["nonce"];
+    b.claimed_unix_s = value["claimedUnixS"];
+    b.mod_revision = r->revision;
+    return std::optional<Block>{b};
+}
+
+Expected<std::optional<Block>> BlockStore::claim_next(const std::string& pool,
+                                                      const Cidr& pool_cidr, int block_prefix,
+                                                      const std::string& node, size_t max_blocks,
+                                                      bool* at_cap) {
+    if (at_cap != nullptr) *at_cap = false;
+    auto owned = blocks(pool);
+    if (!owned) return owned.error();
+    size_t mine = 0;
+    std::vector<bool> taken;
+    for (const Block& b : *owned) mine += b.node == node;
+    if (mine >= max_blocks) {
+        if (at_cap != nullptr) *at_cap = true;
+        return std::optional<Block>{};
+    }
+    for (const Cidr& c : claim_order(pool_cidr, block_prefix, node)) {
+        bool known = false;
+        for (const Block& b : *owned) known = known || b.cidr.network() == c.network();
+        if (known) continue;  // owned when we read: not worth a transaction
+        auto got = try_claim(pool, c, node);
+        if (!got) return got.error();
+        if (*got && (*got)->node == node) return got;
+        // Lost the race for it: the next one.
+    }
+    return std::optional<Block>{};
+}
+
+Expected<Block> BlockStore::claim_holding(const std::string& pool, const Cidr& pool_cidr,
+                                          int block_prefix, const IpAddress& address,
+                                          const std::string& node) {
+    if (!pool_cidr.contains(address) || address.family != pool_cidr.address.family) {
+        return make_error(
+            Code::kRequestedAddressInvalid,
+            address.to_string() + " is not in pool " + pool + " (" + pool_cidr.to_string() + ")");
+    }
+    const Cidr block{address, block_prefix};
+    const Cidr exact{block.network(), block_prefix};
+    auto got = try_claim(pool, exact, node);
+    if (!got) return got.error();
+    if (!*got) return make_error(Code::kTryAgainLater, "the block changed while being claimed");
+    if ((*got)->node != node) {
+        return make_error(Code::kRequestedAddressTaken,
+                          "requested IP address " + address.to_string() + " is in block " +
+                              exact.to_string() + ", which node " + (*got)->node + " owns");
+    }
+    return **got;
+}
+
+Expected<bool> BlockStore::release(const std::string& pool, const Block& block) {
+    return etcd_.delete_at(key_of(pool, block.cidr), block.mod_revision);
+}
+
+}  // namespace shmipam::cluster

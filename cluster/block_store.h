@@ -1,0 +1,68 @@
+// Block ownership in the cluster store (docs/cluster.md, "Blocks"): a pool's CIDR is cut into
+// blocks of a fixed prefix, and a node owns the blocks whose keys it created. Calico's model
+// (the seeds' Calico IPAM walkthrough), with each claim and release one etcd transaction:
+//
+//   <prefix>/v1/pools/<pool>/blocks/<block address>-<block prefix>
+//       -> {"node": "<node>", "nonce": "<random>", "claimedUnixS": <seconds>}
+//
+// A node claims the first absent block in an order that starts at a hash of its name, so nodes
+// do not all race for the same block; a per-node cap bounds what one node can take. A release
+// deletes the key only at the revision the node read it at: a block given meanwhile to another
+// node is never deleted by the first.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/etcd_client.h"
+#include "engine/addr/ip_address.h"
+
+namespace shmipam::cluster {
+
+struct Block {
+    engine::Cidr cidr;
+    std::string node;
+    std::string nonce;
+    uint64_t claimed_unix_s = 0;
+    int64_t mod_revision = 0;  // what a release compares
+};
+
+class BlockStore {
+  public:
+    BlockStore(EtcdClient& etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+
+    // Every block of the pool that some node owns.
+    Expected<std::vector<Block>> blocks(const std::string& pool);
+    // The pool's blocks, in the order `node` tries them (starting at a hash of its name).
+    static std::vector<engine::Cidr> claim_order(const engine::Cidr& pool_cidr, int block_prefix,
+                                                 const std::string& node);
+    // Claims the next free block for `node`: nullopt when the pool has none left (or the node
+    // holds max_blocks already: then *at_cap is set). A block the store already gives to `node`
+    // (another invocation on the node created it, or one that died after creating it) is
+    // answered as the node's: adopted.
+    Expected<std::optional<Block>> claim_next(const std::string& pool,
+                                              const engine::Cidr& pool_cidr, int block_prefix,
+                                              const std::string& node, size_t max_blocks,
+                                              bool* at_cap = nullptr);
+    // Claims the block holding `address` for `node`, as Calico's AssignIP does: the block (ours
+    // already, or claimed now), or an error naming the node that owns it (code 101).
+    Expected<Block> claim_holding(const std::string& pool, const engine::Cidr& pool_cidr,
+                                  int block_prefix, const engine::IpAddress& address,
+                                  const std::string& node);
+    // Gives a block back if it is still as read (its mod_revision): false when it changed.
+    Expected<bool> release(const std::string& pool, const Block& block);
+
+    std::string key_of(const std::string& pool, const engine::Cidr& block) const;
+
+  private:
+    Expected<std::optional<Block>> try_claim(const std::string& pool, const engine::Cidr& block,
+                                             const std::string& node);
+
+    EtcdClient& etcd_;
+    std::string prefix_;
+};
+
+}  // namespace shmipam::cluster
