@@ -202,5 +202,60 @@ TEST_F(Etcd, WithoutAQuorumACallFailsWithinItsBudgetAndRecovers) {
     EXPECT_TRUE(again->created);
 }
 
+// etcd with TLS and client-certificate authentication, as a cluster's etcd is run.
+class EtcdTls : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!EtcdCluster::installed()) {
+            if (std::getenv("CI") != nullptr) FAIL() << "etcd is not installed";
+            GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh installs it)";
+        }
+        etcd = std::make_unique<EtcdCluster>(1, /*tls=*/true);
+        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
+    }
+    EtcdConfig config() const {
+        EtcdConfig c;
+        c.endpoints = etcd->client_urls();
+        c.ca_file = etcd->ca_file();
+        c.cert_file = etcd->client_cert();
+        c.key_file = etcd->client_key();
+        c.budget_ms = 3000;
+        return c;
+    }
+    std::unique_ptr<EtcdCluster> etcd;
+};
+
+TEST_F(EtcdTls, AClientWithItsCertificateIsServed) {
+    EXPECT_EQ(etcd->client_url(0).rfind("https://", 0), 0u);
+    EtcdClient client(config());
+    auto r = client.create_if_absent("/shmipam-test/tls", "node-a");
+    ASSERT_TRUE(r) << r.error().msg << " " << r.error().details;
+    EXPECT_TRUE(r->created);
+}
+
+TEST_F(EtcdTls, AWrongCaFailsAtOnceAndSaysTls) {
+    EtcdConfig c = config();
+    c.ca_file = etcd->other_ca_file();
+    EtcdClient client(c);
+    const auto t0 = Clock::now();
+    auto r = client.get("/shmipam-test/tls");
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Code::kUnavailable);
+    EXPECT_NE(r.error().msg.find("TLS"), std::string::npos) << r.error().msg;
+    EXPECT_LT(took.count(), 1000) << "not retried for the whole budget";
+}
+
+TEST_F(EtcdTls, AClientWithoutACertificateIsRefused) {
+    EtcdConfig c = config();
+    c.cert_file.clear();
+    c.key_file.clear();
+    c.budget_ms = 1500;
+    EtcdClient client(c);
+    auto r = client.get("/shmipam-test/tls");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Code::kUnavailable) << r.error().msg;
+}
+
 }  // namespace
 }  // namespace shmipam::cluster

@@ -39,8 +39,26 @@ uint16_t free_port() {
     return port;
 }
 
-std::string url(uint16_t port) {
-    return "http://127.0.0.1:" + std::to_string(port);
+std::string url(uint16_t port, bool tls = false) {
+    return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);
+}
+
+// Runs a command, its output into `log`; true when it exits 0.
+bool run(std::vector<std::string> args, const std::string& log) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    pid_t pid = -1;
+    const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return false;
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 }  // namespace
@@ -49,11 +67,48 @@ bool EtcdCluster::installed() {
     return ::access(kEtcd, X_OK) == 0;
 }
 
-EtcdCluster::EtcdCluster(size_t members) {
+bool EtcdCluster::make_certificates() {
+    const std::string log = dir_.sub("openssl.log");
+    const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt",
+                                         "ec_paramgen_curve:prime256v1", "-nodes"};
+    auto with_ec = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+        head.insert(head.end(), ec.begin(), ec.end());
+        head.insert(head.end(), tail.begin(), tail.end());
+        return head;
+    };
+    auto self_signed = [&](const std::string& name) {
+        return run(with_ec({"openssl", "req", "-x509"},
+                           {"-keyout", dir_.sub(name + ".key"), "-out", dir_.sub(name + ".crt"),
+                            "-days", "2", "-subj", "/CN=shmipam test " + name}),
+                   log);
+    };
+    auto signed_by_ca = [&](const std::string& name, const std::string& cn,
+                            const std::string& ext) {
+        write_file(dir_.sub(name + ".ext"), ext);
+        return run(with_ec({"openssl", "req", "-new"},
+                           {"-keyout", dir_.sub(name + ".key"), "-out", dir_.sub(name + ".csr"),
+                            "-subj", "/CN=" + cn}),
+                   log) &&
+               run({"openssl", "x509", "-req", "-in", dir_.sub(name + ".csr"), "-CA",
+                    dir_.sub("ca.crt"), "-CAkey", dir_.sub("ca.key"), "-CAcreateserial", "-out",
+                    dir_.sub(name + ".crt"), "-days", "2", "-extfile", dir_.sub(name + ".ext")},
+                   log);
+    };
+    return self_signed("ca") && self_signed("other-ca") &&
+           signed_by_ca("server", "127.0.0.1",
+                        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n") &&
+           signed_by_ca("client", "shmipam-node", "extendedKeyUsage=clientAuth\n");
+}
+
+EtcdCluster::EtcdCluster(size_t members, bool tls) : tls_(tls) {
     std::random_device rd;
     token_ = "shmipam-test-" + std::to_string(rd()) + std::to_string(::getpid());
     if (!installed()) {
         why_ = std::string(kEtcd) + " is not installed (scripts/install-deps.sh installs it)";
+        return;
+    }
+    if (tls_ && !make_certificates()) {
+        why_ = "cannot make the test certificates: " + read_file(dir_.sub("openssl.log"));
         return;
     }
     members_.resize(members);
@@ -89,7 +144,7 @@ std::vector<std::string> EtcdCluster::client_urls() const {
 }
 
 std::string EtcdCluster::client_url(size_t i) const {
-    return url(members_[i].client_port);
+    return url(members_[i].client_port, tls_);
 }
 
 bool EtcdCluster::spawn(size_t i, bool initial) {
@@ -100,13 +155,20 @@ bool EtcdCluster::spawn(size_t i, bool initial) {
     }
     std::vector<std::string> args = {
         kEtcd, "--name=" + m.name, "--data-dir=" + dir_.sub(m.name),
-        "--listen-client-urls=" + url(m.client_port),
-        "--advertise-client-urls=" + url(m.client_port), "--listen-peer-urls=" + url(m.peer_port),
+        "--listen-client-urls=" + url(m.client_port, tls_),
+        "--advertise-client-urls=" + url(m.client_port, tls_),
+        "--listen-peer-urls=" + url(m.peer_port),
         "--initial-advertise-peer-urls=" + url(m.peer_port), "--initial-cluster=" + initial_cluster,
         "--initial-cluster-token=" + token_,
         std::string("--initial-cluster-state=") + (initial ? "new" : "existing"),
         // Fast elections: a test kills leaders on purpose.
         "--heartbeat-interval=50", "--election-timeout=500", "--logger=zap", "--log-level=warn"};
+    if (tls_) {
+        args.push_back("--cert-file=" + dir_.sub("server.crt"));
+        args.push_back("--key-file=" + dir_.sub("server.key"));
+        args.push_back("--client-cert-auth");
+        args.push_back("--trusted-ca-file=" + dir_.sub("ca.crt"));
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -127,6 +189,11 @@ bool EtcdCluster::wait_healthy(size_t i, int timeout_ms) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     cluster::EtcdConfig cfg;
     cfg.endpoints = {client_url(i)};
+    if (tls_) {
+        cfg.ca_file = ca_file();
+        cfg.cert_file = client_cert();
+        cfg.key_file = client_key();
+    }
     cfg.attempt_timeout_ms = 500;
     cfg.budget_ms = 500;
     cluster::EtcdClient client(cfg);

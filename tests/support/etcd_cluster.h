@@ -17,7 +17,9 @@ class EtcdCluster {
   public:
     // Starts the members and waits until every one answers /health; `ready` says whether they
     // did (with why_not_ready() saying why not).
-    explicit EtcdCluster(size_t members = 3);
+    // With tls, clients speak HTTPS and must present a certificate of the test CA (made with
+    // the openssl command line, into the fixture's directory).
+    explicit EtcdCluster(size_t members = 3, bool tls = false);
     ~EtcdCluster();
     EtcdCluster(const EtcdCluster&) = delete;
     EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -30,6 +32,13 @@ class EtcdCluster {
     std::string client_url(size_t i) const;
     size_t size() const { return members_.size(); }
 
+    // TLS: the CA that signed the members' and the client's certificates, the client's pair, and
+    // a second CA that signed nothing of this cluster.
+    std::string ca_file() const { return dir_.sub("ca.crt"); }
+    std::string client_cert() const { return dir_.sub("client.crt"); }
+    std::string client_key() const { return dir_.sub("client.key"); }
+    std::string other_ca_file() const { return dir_.sub("other-ca.crt"); }
+
     void kill(size_t i);   // SIGKILL, and reaped
     bool start(size_t i);  // again, on its data directory; true once it answers /health
     bool running(size_t i) const { return members_[i].pid > 0; }
@@ -41,11 +50,13 @@ class EtcdCluster {
         pid_t pid = -1;
     };
     bool spawn(size_t i, bool initial);
+    bool make_certificates();
     bool wait_healthy(size_t i, int timeout_ms);
 
     TempDir dir_;
     std::vector<Member> members_;
     std::string token_;
+    bool tls_ = false;
     bool ready_ = false;
     std::string why_;
 };
