@@ -10,7 +10,9 @@
 #include <map>
 #include <thread>
 
+#include "cluster/cluster_identity.h"
 #include "tests/support/etcd_cluster.h"
+#include "tests/support/temp_dir.h"
 
 namespace shmipam::cluster {
 namespace {
@@ -82,6 +84,16 @@ TEST_F(Etcd, AnotherClusterIsToldApartByItsId) {
     ASSERT_TRUE(a.get("/x"));
     ASSERT_TRUE(b.get("/x"));
     EXPECT_NE(a.last_header().cluster_id, b.last_header().cluster_id);
+    // A node that claimed in the first refuses the second, naming both and what to do.
+    testing::TempDir node;
+    const std::string dir = node.sub("_cluster");
+    ASSERT_TRUE(check_cluster_id(dir, a.last_header().cluster_id));
+    ASSERT_TRUE(check_cluster_id(dir, a.last_header().cluster_id)) << "the same cluster again";
+    auto refused = check_cluster_id(dir, b.last_header().cluster_id);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, Code::kInvalidConfig);
+    EXPECT_NE(refused.error().msg.find("refusing"), std::string::npos) << refused.error().msg;
+    EXPECT_NE(refused.error().msg.find(dir + "/cluster-id"), std::string::npos);
 }
 
 // 8 claimers (one client each, as 8 nodes) race for the same 20 keys: each key is created once,

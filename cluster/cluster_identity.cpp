@@ -1,0 +1,74 @@
+#include "cluster/cluster_identity.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace shmipam::cluster {
+
+namespace {
+
+std::string hex(uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+Status io_error(const std::string& what, const std::string& path) {
+    return make_error(Code::kIo, what + " " + path + ": " + std::strerror(errno));
+}
+
+// Writes text to path through a temporary file, synced, renamed, and the directory synced.
+Status write_durably(const std::string& dir, const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return io_error("cannot create", tmp);
+    const bool written =
+        ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        ::unlink(tmp.c_str());
+        return io_error("cannot write", path);
+    }
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+    }
+    return Ok{};
+}
+
+}  // namespace
+
+Status check_cluster_id(const std::string& dir, uint64_t seen) {
+    const std::string path = dir + "/cluster-id";
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return io_error("cannot create", dir);
+    char buf[64] = {};
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) return io_error("cannot read", path);
+        return write_durably(dir, path, hex(seen) + "\n");
+    }
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n < 16) return make_error(Code::kIo, "cannot read the cluster id in " + path);
+    const std::string remembered(buf, 16);
+    if (remembered == hex(seen)) return Ok{};
+    return make_error(
+        Code::kInvalidConfig,
+        "etcd answers as cluster " + hex(seen) +
+            ", but this node's blocks were "
+            "claimed in cluster " +
+            remembered + " (" + path +
+            "): refusing to claim "
+            "from another cluster, which would give this node's blocks to other nodes "
+            "too. If the cluster was replaced on purpose, drain the node, then remove "
+            "that file");
+}
+
+}  // namespace shmipam::cluster
