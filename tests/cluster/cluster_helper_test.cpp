@@ -1,0 +1,123 @@
+// The cluster helper as the plugin will exec it (tools/cluster_helper.cpp): a fresh process,
+// JSON on stdin, against a real 3-member etcd; the node's block cache it writes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cluster/block_cache.h"
+#include "tests/support/etcd_cluster.h"
+#include "tests/support/plugin_runner.h"
+#include "tests/support/temp_dir.h"
+
+namespace shmipam::testing {
+namespace {
+
+using nlohmann::json;
+
+class ClusterHelper : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!EtcdCluster::installed()) {
+            if (std::getenv("CI") != nullptr) FAIL() << "etcd is not installed";
+            GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh installs it)";
+        }
+        etcd = std::make_unique<EtcdCluster>(3);
+        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
+    }
+    json request(const std::string& node, size_t max_blocks = 32) const {
+        return {{"etcd", {{"endpoints", etcd->client_urls()}, {"budgetMs", 3000}}},
+                {"pool", "default"},
+                {"cidr", "10.80.0.0/24"},
+                {"blockPrefix", 26},
+                {"node", node},
+                {"maxBlocks", max_blocks},
+                {"stateDir", dir.sub(node)}};
+    }
+    ProcessResult helper(const json& in) {
+        return run_process({SHMIPAM_CLUSTER_HELPER_PATH}, {}, in.dump());
+    }
+    std::vector<std::string> cached(const std::string& node) {
+        auto blocks =
+            cluster::read_block_cache(cluster::block_cache_path(dir.sub(node), "default"));
+        EXPECT_TRUE(blocks);
+        std::vector<std::string> out;
+        for (const auto& b : *blocks) out.push_back(b.cidr.to_string());
+        return out;
+    }
+
+    TempDir dir;
+    std::unique_ptr<EtcdCluster> etcd;
+};
+
+TEST_F(ClusterHelper, NodesClaimDistinctBlocksAndCacheTheirOwn) {
+    std::set<std::string> all;
+    for (const char* node : {"node-a", "node-b", "node-c"}) {
+        auto r = helper(request(node));
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        const std::string claimed = r.json()["claimed"];
+        EXPECT_TRUE(all.insert(claimed).second) << claimed << " twice";
+        EXPECT_EQ(cached(node), std::vector<std::string>{claimed});
+    }
+    auto again = helper(request("node-a"));
+    ASSERT_EQ(again.exit_code, 0) << again.out;
+    EXPECT_EQ(again.json()["blocks"].size(), 2u);
+    EXPECT_EQ(cached("node-a").size(), 2u);
+    // The pool (four /26 blocks) is exhausted: nothing claimed, the cache unchanged.
+    auto none = helper(request("node-b"));
+    ASSERT_EQ(none.exit_code, 0) << none.out;
+    EXPECT_TRUE(none.json()["claimed"].is_null());
+    EXPECT_EQ(cached("node-b").size(), 1u);
+}
+
+TEST_F(ClusterHelper, ANodeAtItsCapIsToldSo) {
+    ASSERT_EQ(helper(request("node-a", 1)).exit_code, 0);
+    auto r = helper(request("node-a", 1));
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(r.json()["claimed"].is_null());
+    EXPECT_TRUE(r.json()["atCap"].get<bool>());
+}
+
+TEST_F(ClusterHelper, ARequestedAddressInAnotherNodesBlockNamesThatNode) {
+    json a = request("node-a");
+    a["address"] = "10.80.0.5";
+    ASSERT_EQ(helper(a).exit_code, 0);
+    json b = request("node-b");
+    b["address"] = "10.80.0.6";
+    auto r = helper(b);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.json()["code"], 101) << r.out;
+    EXPECT_NE(r.json()["msg"].get<std::string>().find("node-a"), std::string::npos) << r.out;
+}
+
+TEST_F(ClusterHelper, WithoutEtcdItFailsWithinTheBudgetAndLeavesTheCache) {
+    ASSERT_EQ(helper(request("node-a")).exit_code, 0);
+    for (size_t i = 0; i < etcd->size(); ++i) etcd->kill(i);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = helper(request("node-a"));
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.json()["code"], 50) << r.out;
+    EXPECT_NE(r.json()["msg"].get<std::string>().find("etcd unavailable"), std::string::npos);
+    EXPECT_LE(took, 3000 + 1500);
+    EXPECT_EQ(cached("node-a").size(), 1u) << "what the node owns is still known";
+}
+
+TEST_F(ClusterHelper, AnotherClusterIsRefused) {
+    ASSERT_EQ(helper(request("node-a")).exit_code, 0);
+    EtcdCluster other(1);
+    ASSERT_TRUE(other.ready()) << other.why_not_ready();
+    json in = request("node-a");
+    in["etcd"]["endpoints"] = other.client_urls();
+    auto r = helper(in);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.json()["code"], 7) << r.out;
+    EXPECT_NE(r.json()["msg"].get<std::string>().find("refusing"), std::string::npos);
+    EXPECT_EQ(cached("node-a").size(), 1u);
+}
+
+}  // namespace
+}  // namespace shmipam::testing
