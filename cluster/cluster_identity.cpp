@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 namespace shmipam::cluster {
@@ -47,7 +48,9 @@ Status write_durably(const std::string& dir, const std::string& path, const std:
 
 Status check_cluster_id(const std::string& dir, uint64_t seen) {
     const std::string path = dir + "/cluster-id";
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return io_error("cannot create", dir);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return make_error(Code::kIo, "cannot create " + dir + ": " + ec.message());
     char buf[64] = {};
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {

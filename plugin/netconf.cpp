@@ -283,6 +283,30 @@ Status parse_pool_mode(const json& doc, const json& ipam, NetConf& nc) {
         char host[256] = {};
         if (::gethostname(host, sizeof host - 1) == 0) pm.node_name = host;
     }
+    if (auto it = ipam.find("etcd"); it != ipam.end() && !it->is_null()) {
+        if (!it->is_object() || !it->contains("endpoints") || !(*it)["endpoints"].is_array() ||
+            (*it)["endpoints"].empty()) {
+            return make_error(Code::kInvalidConfig,
+                              "ipam.etcd must be an object with a non-empty \"endpoints\" list "
+                              "(docs/cluster.md)");
+        }
+        for (const auto& e : (*it)["endpoints"]) {
+            if (!e.is_string()) return type_error("ipam.etcd.endpoints[]", "a URL string");
+        }
+        ClusterMode cm;
+        cm.etcd = *it;
+        if (auto m = ipam.find("maxBlocksPerNode"); m != ipam.end() && !m->is_null()) {
+            if (!m->is_number_integer() || m->get<int64_t>() < 1) {
+                return make_error(Code::kInvalidConfig,
+                                  "ipam.maxBlocksPerNode must be a positive integer");
+            }
+            cm.max_blocks = m->get<uint64_t>();
+        }
+        auto helper = opt_string(ipam, "clusterHelper", "ipam.");
+        if (!helper) return helper.error();
+        cm.helper = *helper;
+        pm.cluster = std::move(cm);
+    }
     nc.pool_mode = std::move(pm);
     return Ok{};
 }
@@ -346,6 +370,11 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
     const json* runtime = nullptr;
     if (auto st = parse_state_dirs(ipam, nc); !st) return st.error();
     if (auto st = parse_pool_mode(doc, ipam, nc); !st) return st.error();
+    if (!nc.pool_mode && ipam.contains("etcd") && !ipam["etcd"].is_null()) {
+        return make_error(Code::kInvalidConfig,
+                          "ipam.etcd (cluster mode) needs poolsDir: the cluster shares pools "
+                          "(docs/cluster.md)");
+    }
     if (nc.pool_mode) {
         if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) runtime = &*rc;
     } else if (auto st = parse_ranges(doc, ipam, runtime, nc); !st) {
@@ -358,6 +387,11 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
         nc.statefulset_fixed_ip = it->get<bool>();
     }
     if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
+    // Cluster mode: each block a node owns is one arena; Calico's block sizes unless set.
+    if (nc.pool_mode && nc.pool_mode->cluster) {
+        if (!ipam.contains("blockSize")) nc.network.block_prefix_v4 = 26;
+        if (!ipam.contains("blockSizeV6")) nc.network.block_prefix_v6 = 122;
+    }
     if (auto st = parse_routes(ipam, nc); !st) return st.error();
     if (auto st = parse_requested(doc, runtime, args, nc); !st) return st.error();
     if (auto p = doc.find("prevResult"); p != doc.end() && !p->is_null()) nc.prev_result = *p;

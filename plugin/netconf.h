@@ -21,10 +21,19 @@ inline const std::vector<std::string>& supported_versions() {
 }
 
 // Pool mode (`ipam.poolsDir`): Spiderpool-style pools instead of `ranges` (docs/pools.md).
+// Cluster mode (docs/cluster.md): the pools are shared by the nodes, cut into blocks a node
+// claims in etcd through the cluster helper; the plugin allocates inside its own blocks.
+struct ClusterMode {
+    nlohmann::json etcd;       // ipam.etcd, passed to the helper as written
+    uint64_t max_blocks = 32;  // ipam.maxBlocksPerNode
+    std::string helper;        // ipam.clusterHelper, else shmipam-cluster beside the plugin
+};
+
 struct PoolMode {
     std::string pools_dir;
     pools::PoolConfig config;
     std::string node_name;  // ipam.nodeName, else the host name
+    std::optional<ClusterMode> cluster;
 };
 
 struct NetConf {

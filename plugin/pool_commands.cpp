@@ -6,6 +6,7 @@
 #include "engine/ops/allocator.h"
 #include "engine/ops/open_network.h"
 #include "engine/state/journal_compaction.h"
+#include "plugin/cluster_blocks.h"
 #include "plugin/cni_result.h"
 #include "plugin/fixed_ip.h"
 #include "plugin/pool_catalog_cache.h"
@@ -206,26 +207,51 @@ struct FamilyClaim {
             const pools::AddressSpec& object =
                 c.pool != nullptr ? static_cast<const pools::AddressSpec&>(*c.pool) : *c.subnet;
             const std::string state = state_name(c);
-            auto at = store_for(state, object, usable);
-            if (!at) return at.error();
-            OpenState& s = opened[*at];
-            engine::AddRequest req = request;
-            if (wanted) req.requested = {*wanted};
-            if (req.claim) {
-                if (auto st = drop_unusable_claim(s, *req.claim, req.key.ifname, usable); !st) {
-                    return st.error();
+            // Cluster mode: only this node's blocks of the pool, and another block claimed (by
+            // the cluster helper) when they have no room (docs/cluster.md).
+            for (int round = 0;; ++round) {
+                pools::IpSet here = usable;
+                if (nc.pool_mode->cluster) {
+                    auto mine = in_own_blocks(nc, c.name, usable);
+                    if (!mine) return mine.error();
+                    here = std::move(*mine);
+                }
+                auto out = make_error(Code::kNoAddressFree, "");
+                if (!here.empty() && (!wanted || here.contains(*wanted))) {
+                    auto at = store_for(state, object, here);
+                    if (!at) return at.error();
+                    OpenState& s = opened[*at];
+                    engine::AddRequest req = request;
+                    if (wanted) req.requested = {*wanted};
+                    if (req.claim) {
+                        if (auto st = drop_unusable_claim(s, *req.claim, req.key.ifname, here);
+                            !st) {
+                            return st.error();
+                        }
+                    }
+                    auto added = engine::Allocator(*s.store, *s.cfg).add(req);
+                    if (added) {
+                        if (req.claim && !added->existing) new_claims.push_back(*at);
+                        holding.push_back(*at);
+                        for (const auto& a : added->addresses) answered.push_back({state, a});
+                        return std::nullopt;
+                    }
+                    out = added.error();
+                }
+                if (out.code != Code::kNoAddressFree) return out;
+                if (!nc.pool_mode->cluster || round > 0) {
+                    reasons.push_back("all IP addresses used out of " + c.name +
+                                      (nc.pool_mode->cluster ? " in this node's blocks" : ""));
+                    break;
+                }
+                std::string why;
+                auto got = claim_block(nc, c.name, object.subnet, wanted, &why);
+                if (!got) return got.error();
+                if (!*got) {
+                    reasons.push_back(why);
+                    break;
                 }
             }
-            auto out = engine::Allocator(*s.store, *s.cfg).add(req);
-            if (!out && out.error().code == Code::kNoAddressFree) {
-                reasons.push_back("all IP addresses used out of " + c.name);
-                continue;
-            }
-            if (!out) return out.error();
-            if (req.claim && !out->existing) new_claims.push_back(*at);
-            holding.push_back(*at);
-            for (const auto& a : out->addresses) answered.push_back({state, a});
-            return std::nullopt;
         }
         std::string why;
         for (const auto& r : reasons) why += (why.empty() ? "" : ", ") + r;

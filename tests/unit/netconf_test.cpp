@@ -176,3 +176,40 @@ TEST(CniResult, ShapeDependsOnVersion) {
 
 }  // namespace
 }  // namespace shmipam::cni
+
+namespace shmipam::cni {
+namespace {
+
+// Cluster mode (docs/cluster.md): ipam.etcd with poolsDir; Calico's block sizes unless set.
+TEST(NetConfCluster, EtcdWithPoolsDirIsClusterModeWithCalicosBlockSizes) {
+    json j = json::parse(R"({"cniVersion":"1.1.0","name":"n","type":"bridge",
+        "ipam":{"type":"shmipam","poolsDir":"/etc/pools","nodeName":"a",
+                "etcd":{"endpoints":["https://10.0.0.1:2379"],"caFile":"/ca"},
+                "maxBlocksPerNode":8}})");
+    auto nc = parse_netconf(j, {});
+    ASSERT_TRUE(nc) << nc.error().msg;
+    ASSERT_TRUE(nc->pool_mode && nc->pool_mode->cluster);
+    EXPECT_EQ(nc->pool_mode->cluster->max_blocks, 8u);
+    EXPECT_EQ(nc->pool_mode->cluster->etcd["caFile"], "/ca");
+    EXPECT_EQ(nc->network.block_prefix_v4, 26);
+    EXPECT_EQ(nc->network.block_prefix_v6, 122);
+    j["ipam"]["blockSize"] = 28;
+    EXPECT_EQ(parse_netconf(j, {})->network.block_prefix_v4, 28);
+}
+
+TEST(NetConfCluster, EtcdWithoutPoolsDirOrEndpointsIsRefused) {
+    json ranges = json::parse(R"({"cniVersion":"1.1.0","name":"n","type":"bridge",
+        "ipam":{"type":"shmipam","subnet":"10.1.0.0/24","etcd":{"endpoints":["http://e:2379"]}}})");
+    auto r = parse_netconf(ranges, {});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Code::kInvalidConfig);
+    EXPECT_NE(r.error().msg.find("poolsDir"), std::string::npos) << r.error().msg;
+    json empty = json::parse(R"({"cniVersion":"1.1.0","name":"n","type":"bridge",
+        "ipam":{"type":"shmipam","poolsDir":"/p","etcd":{"endpoints":[]}}})");
+    auto e = parse_netconf(empty, {});
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error().code, Code::kInvalidConfig);
+}
+
+}  // namespace
+}  // namespace shmipam::cni

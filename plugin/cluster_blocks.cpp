@@ -1,0 +1,129 @@
+#include "plugin/cluster_blocks.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "cluster/block_cache.h"
+
+extern char** environ;
+
+namespace shmipam::cni {
+
+using nlohmann::json;
+
+namespace {
+
+// shmipam-cluster beside the running plugin, unless the config names one.
+std::string helper_path(const ClusterMode& cm) {
+    if (!cm.helper.empty()) return cm.helper;
+    char self[PATH_MAX] = {};
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    std::string dir = n > 0 ? std::string(self, size_t(n)) : std::string();
+    dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+    return dir + "/shmipam-cluster";
+}
+
+// Runs the helper with `input` on its stdin; its stdout, or why it could not run.
+Expected<std::string> run_helper(const std::string& path, const std::string& input) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0)
+        return make_error(Code::kIo, "pipe: " + std::string(std::strerror(errno)));
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+        ::close(in[0]);
+        ::close(in[1]);
+        return make_error(Code::kIo, "pipe: " + std::string(std::strerror(errno)));
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    if (rc != 0) {
+        ::close(in[1]);
+        ::close(out[0]);
+        return make_error(Code::kIo, "cannot run the cluster helper " + path + ": " +
+                                         std::strerror(rc) +
+                                         " (install shmipam-cluster beside the plugin, or set "
+                                         "ipam.clusterHelper)");
+    }
+    (void)!::write(in[1], input.data(), input.size());
+    ::close(in[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        text.append(buf, size_t(n));
+    }
+    ::close(out[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return text;
+}
+
+}  // namespace
+
+std::string cluster_state_dir(const NetConf& nc) {
+    return nc.network.data_dir + "/_cluster";
+}
+
+Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
+                                     const pools::IpSet& usable) {
+    auto blocks = cluster::read_block_cache(cluster::block_cache_path(cluster_state_dir(nc), pool));
+    if (!blocks) return blocks.error();
+    pools::IpSet out(usable.family());
+    for (const auto& b : *blocks) {
+        if (b.cidr.address.family != usable.family()) continue;
+        const pools::IpSet in_block = usable.intersect(b.cidr);
+        for (const auto& i : in_block.intervals()) out.add(i.first, i.last);
+    }
+    return out;
+}
+
+Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                           const std::optional<engine::IpAddress>& address, std::string* why) {
+    const ClusterMode& cm = *nc.pool_mode->cluster;
+    json req{
+        {"etcd", cm.etcd},
+        {"pool", pool},
+        {"cidr", engine::Cidr{cidr.network(), cidr.prefix}.to_string()},
+        {"blockPrefix", cidr.address.family == engine::Family::kV4 ? nc.network.block_prefix_v4
+                                                                   : nc.network.block_prefix_v6},
+        {"node", nc.pool_mode->node_name},
+        {"maxBlocks", cm.max_blocks},
+        {"stateDir", cluster_state_dir(nc)}};
+    if (address) req["address"] = address->to_string();
+    auto out = run_helper(helper_path(cm), req.dump());
+    if (!out) return out.error();
+    const json ans = json::parse(*out, nullptr, false);
+    if (ans.is_discarded() || !ans.is_object()) {
+        return make_error(Code::kInternal, "the cluster helper answered something that is not JSON",
+                          *out);
+    }
+    if (ans.contains("code")) {
+        return make_error(Code(ans.value("code", 999)), ans.value("msg", ""),
+                          ans.value("details", ""));
+    }
+    if (ans["claimed"].is_null()) {
+        *why = ans.value("atCap", false)
+                   ? "node " + nc.pool_mode->node_name + " holds its maximum of " +
+                         std::to_string(cm.max_blocks) + " blocks (ipam.maxBlocksPerNode)"
+                   : "no block of " + pool + " is left in the cluster";
+        return false;
+    }
+    return true;
+}
+
+}  // namespace shmipam::cni
