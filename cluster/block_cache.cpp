@@ -47,6 +47,12 @@ Status write_block_cache(const std::string& path, const std::vector<OwnedBlock>&
         ::unlink(tmp.c_str());
         return make_error(Code::kIo, "cannot write " + path + ": " + std::strerror(errno));
     }
+    // The rename made durable: a power loss must not bring back a list without a claimed block.
+    const std::string dir = path.substr(0, path.rfind('/'));
+    if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+    }
     return Ok{};
 }
 

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "engine/addr/fingerprint.h"
 
@@ -66,18 +67,41 @@ Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool) {
 std::vector<Cidr> BlockStore::claim_order(const Cidr& pool_cidr, int block_prefix,
                                           const std::string& node) {
     std::vector<Cidr> out;
-    if (block_prefix < pool_cidr.prefix) return out;
+    if (block_prefix < pool_cidr.prefix || block_prefix > pool_cidr.address.bits()) return out;
     const int bits = block_prefix - pool_cidr.prefix;
-    if (bits > 20) return out;  // more than a million blocks: not a pool anyone cuts so
-    const uint64_t count = uint64_t{1} << bits;
-    const uint64_t start = engine::fingerprint(node, "blocks").fp1 % count;
+    // An IPv6 /64 cut into /122 blocks has 2^58 of them: a node tries at most kMaxTried from
+    // its start (that so many in a row are all taken is not a case worth waiting for).
+    constexpr uint64_t kMaxTried = 4096;
+    const engine::u128 count = engine::u128{1} << bits;
+    const engine::Fingerprint h = engine::fingerprint(node, "blocks");
+    const engine::u128 start = ((engine::u128{h.fp2} << 64) | h.fp1) % count;
     const engine::u128 step = engine::u128{1} << (pool_cidr.address.bits() - block_prefix);
     const IpAddress base = pool_cidr.network();
-    for (uint64_t k = 0; k < count; ++k) {
-        const uint64_t i = (start + k) % count;
+    const uint64_t n = count < kMaxTried ? uint64_t(count) : kMaxTried;
+    for (uint64_t k = 0; k < n; ++k) {
+        const engine::u128 i = (start + k) % count;
         out.push_back(Cidr{IpAddress{base.value + step * i, base.family}, block_prefix});
     }
     return out;
+}
+
+Status BlockStore::check_geometry(const std::string& pool, const Cidr& pool_cidr,
+                                  int block_prefix) {
+    const json meta{{"cidr", Cidr{pool_cidr.network(), pool_cidr.prefix}.to_string()},
+                    {"blockPrefix", block_prefix}};
+    auto r = etcd_.create_if_absent(prefix_ + "/v1/pools/" + pool + "/meta", meta.dump());
+    if (!r) return r.error();
+    if (r->created || !r->held) return Ok{};
+    const json held = json::parse(r->held->value, nullptr, false);
+    if (held.is_object() && held.value("cidr", "") == meta["cidr"] &&
+        held.value("blockPrefix", 0) == block_prefix) {
+        return Ok{};
+    }
+    return make_error(Code::kInvalidConfig,
+                      "pool " + pool + " is cut as " + r->held->value +
+                          " in the cluster, and this node asks for " + meta.dump() +
+                          ": every node must use the same pool CIDR and blockSize (blocks of "
+                          "two sizes would overlap)");
 }
 
 Expected<std::optional<Block>> BlockStore::try_claim(const std::string& pool, const Cidr& block,
@@ -99,10 +123,9 @@ Expected<std::optional<Block>> BlockStore::try_claim(const std::string& pool, co
     return std::optional<Block>{b};
 }
 
-Expected<std::optional<Block>> BlockStore::claim_next(const std::string& pool,
-                                                      const Cidr& pool_cidr, int block_prefix,
-                                                      const std::string& node, size_t max_blocks,
-                                                      bool* at_cap) {
+Expected<std::optional<Block>> BlockStore::claim_next(
+    const std::string& pool, const Cidr& pool_cidr, int block_prefix, const std::string& node,
+    size_t max_blocks, bool* at_cap, const std::function<bool(const Cidr&)>& worth) {
     if (at_cap != nullptr) *at_cap = false;
     auto owned = blocks(pool);
     if (!owned) return owned.error();
@@ -113,10 +136,12 @@ Expected<std::optional<Block>> BlockStore::claim_next(const std::string& pool,
         if (at_cap != nullptr) *at_cap = true;
         return std::optional<Block>{};
     }
+    std::set<std::pair<int, engine::u128>> known;
+    for (const Block& b : *owned)
+        known.insert({int(b.cidr.address.family), b.cidr.network().value});
     for (const Cidr& c : claim_order(pool_cidr, block_prefix, node)) {
-        bool known = false;
-        for (const Block& b : *owned) known = known || b.cidr.network() == c.network();
-        if (known) continue;  // owned when we read: not worth a transaction
+        if (known.count({int(c.address.family), c.network().value}) != 0) continue;
+        if (worth && !worth(c)) continue;  // no allocatable address in it
         auto got = try_claim(pool, c, node);
         if (!got) return got.error();
         if (*got && (*got)->node == node) return got;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,10 +44,15 @@ class BlockStore {
     // holds max_blocks already: then *at_cap is set). A block the store already gives to `node`
     // (another invocation on the node created it, or one that died after creating it) is
     // answered as the node's: adopted.
-    Expected<std::optional<Block>> claim_next(const std::string& pool,
-                                              const engine::Cidr& pool_cidr, int block_prefix,
-                                              const std::string& node, size_t max_blocks,
-                                              bool* at_cap = nullptr);
+    // `worth` (if given) skips blocks with nothing allocatable in them.
+    Expected<std::optional<Block>> claim_next(
+        const std::string& pool, const engine::Cidr& pool_cidr, int block_prefix,
+        const std::string& node, size_t max_blocks, bool* at_cap = nullptr,
+        const std::function<bool(const engine::Cidr&)>& worth = {});
+    // Every node must cut a pool the same way: the first to claim records the pool's CIDR and
+    // block prefix (<prefix>/v1/pools/<pool>/meta); a node asking for another is refused
+    // (code 7), since blocks of two sizes would overlap.
+    Status check_geometry(const std::string& pool, const engine::Cidr& pool_cidr, int block_prefix);
     // Claims the block holding `address` for `node`, as Calico's AssignIP does: the block (ours
     // already, or claimed now), or an error naming the node that owns it (code 101).
     Expected<Block> claim_holding(const std::string& pool, const engine::Cidr& pool_cidr,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cluster/base64.h"
 
@@ -25,7 +26,7 @@ size_t collect(char* data, size_t size, size_t n, void* out) {
 int64_t int_of(const json& j, const char* field) {
     auto it = j.find(field);
     if (it == j.end()) return 0;
-    if (it->is_string()) return std::stoll(it->get<std::string>());
+    if (it->is_string()) return std::strtoll(it->get<std::string>().c_str(), nullptr, 10);
     if (it->is_number_integer()) return it->get<int64_t>();
     return 0;
 }
@@ -33,7 +34,7 @@ int64_t int_of(const json& j, const char* field) {
 uint64_t uint_of(const json& j, const char* field) {
     auto it = j.find(field);
     if (it == j.end()) return 0;
-    if (it->is_string()) return std::stoull(it->get<std::string>());
+    if (it->is_string()) return std::strtoull(it->get<std::string>().c_str(), nullptr, 10);
     if (it->is_number_unsigned()) return it->get<uint64_t>();
     return 0;
 }
@@ -82,10 +83,21 @@ Expected<std::string> EtcdClient::call(const std::string& path, const std::strin
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + std::chrono::milliseconds(cfg_.budget_ms);
     std::string why;
+    size_t tls_failures = 0;
     for (size_t attempt = 0; Clock::now() < deadline; ++attempt) {
         const size_t e = (preferred_ + attempt) % cfg_.endpoints.size();
+        // After a pass over every endpoint, a pause: members that refuse at once (down, starting)
+        // are not hammered for the whole budget.
+        if (attempt > 0 && attempt % cfg_.endpoints.size() == 0) {
+            if (tls_failures == cfg_.endpoints.size()) {
+                return make_error(Code::kUnavailable, "etcd: TLS failed on every endpoint: " + why);
+            }
+            tls_failures = 0;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left < 1) break;  // a timeout of 0 would mean none at all
         CURL* c = impl_->curl;
         curl_easy_reset(c);
         const std::string url = cfg_.endpoints[e] + path;
@@ -114,9 +126,15 @@ Expected<std::string> EtcdClient::call(const std::string& path, const std::strin
         curl_slist_free_all(headers);
         if (rc != CURLE_OK) {
             why = cfg_.endpoints[e] + ": " + curl_easy_strerror(rc);
+            // One member with a bad certificate must not break the others: try them, and fail
+            // at once only when every endpoint failed TLS.
             if (rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_PEER_FAILED_VERIFICATION ||
                 rc == CURLE_SSL_CERTPROBLEM) {
-                return make_error(Code::kUnavailable, "etcd: TLS failed: " + why);
+                ++tls_failures;
+                why = "TLS failed: " + why;
+                if (tls_failures == cfg_.endpoints.size()) {
+                    return make_error(Code::kUnavailable, "etcd: " + why);
+                }
             }
             continue;
         }

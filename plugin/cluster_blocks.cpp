@@ -1,6 +1,7 @@
 #include "plugin/cluster_blocks.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,7 +58,13 @@ Expected<std::string> run_helper(const std::string& path, const std::string& inp
                                          " (install shmipam-cluster beside the plugin, or set "
                                          "ipam.clusterHelper)");
     }
+    // A helper that died before reading must not kill the plugin with SIGPIPE.
+    struct sigaction ignore {
+    }, before{};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &before);
     (void)!::write(in[1], input.data(), input.size());
+    ::sigaction(SIGPIPE, &before, nullptr);
     ::close(in[1]);
     std::string text;
     char buf[4096];
@@ -69,6 +76,14 @@ Expected<std::string> run_helper(const std::string& path, const std::string& inp
     ::close(out[0]);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status)) {
+        return make_error(Code::kInternal, "the cluster helper " + path + " was killed by signal " +
+                                               std::to_string(WTERMSIG(status)));
+    }
+    if (text.empty()) {
+        return make_error(Code::kInternal, "the cluster helper " + path + " answered nothing",
+                          "exit status " + std::to_string(WEXITSTATUS(status)));
     }
     return text;
 }
@@ -93,6 +108,7 @@ Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
 }
 
 Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                           const pools::IpSet& usable,
                            const std::optional<engine::IpAddress>& address, std::string* why) {
     const ClusterMode& cm = *nc.pool_mode->cluster;
     json req{
@@ -105,6 +121,18 @@ Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const eng
         {"maxBlocks", cm.max_blocks},
         {"stateDir", cluster_state_dir(nc)}};
     if (address) req["address"] = address->to_string();
+    json seen = json::array();
+    auto cached = cluster::read_block_cache(cluster::block_cache_path(cluster_state_dir(nc), pool));
+    if (cached) {
+        for (const auto& b : *cached) seen.push_back(b.cidr.to_string());
+    }
+    req["seen"] = seen;
+    json ranges = json::array();
+    for (const auto& i : usable.intervals()) {
+        ranges.push_back(engine::IpAddress{i.first, usable.family()}.to_string() + "-" +
+                         engine::IpAddress{i.last, usable.family()}.to_string());
+    }
+    req["usable"] = ranges;
     auto out = run_helper(helper_path(cm), req.dump());
     if (!out) return out.error();
     const json ans = json::parse(*out, nullptr, false);
@@ -116,7 +144,7 @@ Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const eng
         return make_error(Code(ans.value("code", 999)), ans.value("msg", ""),
                           ans.value("details", ""));
     }
-    if (ans["claimed"].is_null()) {
+    if (!ans.contains("claimed") || ans["claimed"].is_null()) {
         *why = ans.value("atCap", false)
                    ? "node " + nc.pool_mode->node_name + " holds its maximum of " +
                          std::to_string(cm.max_blocks) + " blocks (ipam.maxBlocksPerNode)"

@@ -23,7 +23,9 @@ Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
 // Asks the cluster helper for a block of `pool` (the one holding `address`, if given); true when
 // the node has a new block (the cache was rewritten), false when none is left or the node is at
 // its cap (`why` says which). The helper's error otherwise (50: etcd unavailable).
+// Only blocks with some of `usable` in them are claimed.
 Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                           const pools::IpSet& usable,
                            const std::optional<engine::IpAddress>& address, std::string* why);
 
 }  // namespace shmipam::cni

@@ -293,6 +293,19 @@ Status parse_pool_mode(const json& doc, const json& ipam, NetConf& nc) {
         for (const auto& e : (*it)["endpoints"]) {
             if (!e.is_string()) return type_error("ipam.etcd.endpoints[]", "a URL string");
         }
+        // Checked here, so that a mistake is the plugin's clear error, not the helper's.
+        for (const char* f : {"prefix", "caFile", "certFile", "keyFile"}) {
+            if (it->contains(f) && !(*it)[f].is_string()) {
+                return type_error(std::string("ipam.etcd.") + f, "a string");
+            }
+        }
+        for (const char* f : {"attemptTimeoutMs", "budgetMs"}) {
+            if (it->contains(f) && (!(*it)[f].is_number_integer() || (*it)[f].get<int64_t>() < 1)) {
+                return make_error(
+                    Code::kInvalidConfig,
+                    std::string("ipam.etcd.") + f + " must be a positive integer (milliseconds)");
+            }
+        }
         ClusterMode cm;
         cm.etcd = *it;
         if (auto m = ipam.find("maxBlocksPerNode"); m != ipam.end() && !m->is_null()) {

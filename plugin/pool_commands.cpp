@@ -239,13 +239,15 @@ struct FamilyClaim {
                     out = added.error();
                 }
                 if (out.code != Code::kNoAddressFree) return out;
-                if (!nc.pool_mode->cluster || round > 0) {
+                // Cluster mode tries a few times: concurrent ADDs on the node may fill the block
+                // just claimed (by its helper, or by another ADD's) before this one gets there.
+                if (!nc.pool_mode->cluster || round >= 8) {
                     reasons.push_back("all IP addresses used out of " + c.name +
                                       (nc.pool_mode->cluster ? " in this node's blocks" : ""));
                     break;
                 }
                 std::string why;
-                auto got = claim_block(nc, c.name, object.subnet, wanted, &why);
+                auto got = claim_block(nc, c.name, object.subnet, usable, wanted, &why);
                 if (!got) return got.error();
                 if (!*got) {
                     reasons.push_back(why);

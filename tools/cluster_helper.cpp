@@ -6,21 +6,45 @@
 // stdin (JSON): {"etcd": {"endpoints": [...], "prefix": "/shmipam", "caFile", "certFile",
 //   "keyFile", "attemptTimeoutMs", "budgetMs"}, "pool": "<name>", "cidr": "<pool CIDR>",
 //   "blockPrefix": 26, "node": "<node>", "maxBlocks": 32, "stateDir": "<dir>",
-//   "address": "<optional: claim the block holding it>"}
+//   "address": "<optional: claim the block holding it>",
+//   "usable": ["<first>-<last>", ...] (optional: blocks with none of these are not claimed),
+//   "seen": ["<block CIDR>", ...] (optional: the node's blocks the caller knew of)}
 // stdout: {"claimed": "<block CIDR>" or null, "atCap": bool, "blocks": ["<CIDR>", ...]}; exit 0.
 // Errors: {"code": N, "msg": "..."}, exit 1 (the plugin passes them on).
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
 #include "cluster/cluster_identity.h"
+#include "pools/ip_set.h"
 
 using nlohmann::json;
 using namespace shmipam;
 
 namespace {
+
+// Holds an exclusive lock on <stateDir>/<pool>.lock until the process exits.
+Status lock_pool(const std::string& state_dir, const std::string& pool) {
+    std::error_code ec;
+    std::filesystem::create_directories(state_dir, ec);
+    const std::string path = state_dir + "/" + pool + ".lock";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) {
+        return make_error(Code::kIo, "cannot lock " + path + ": " + std::strerror(errno));
+    }
+    return Ok{};  // the descriptor stays open: the lock goes with the process
+}
 
 int fail(const Error& e) {
     std::cout << json{{"code", int(e.code)}, {"msg", e.msg}, {"details", e.details}}.dump() << "\n";
@@ -57,6 +81,16 @@ int run(const json& in) {
         return fail(make_error(Code::kInvalidConfig,
                                "the cluster helper needs pool, cidr, blockPrefix, node, stateDir"));
     }
+    pools::IpSet usable(pool_cidr->address.family);
+    if (auto u = in.find("usable"); u != in.end() && u->is_array()) {
+        for (const auto& r : *u) {
+            if (!r.is_string()) return fail(make_error(Code::kDecode, "usable: strings"));
+            if (auto st = usable.add_text(r.get<std::string>()); !st) return fail(st.error());
+        }
+    }
+    // One helper at a time per node and pool: two that each read, claim and write the cache
+    // could otherwise write it in the wrong order and lose a block.
+    if (auto st = lock_pool(state_dir, pool); !st) return fail(st.error());
     cluster::EtcdClient etcd(*cfg);
     cluster::BlockStore store(etcd, in.value("etcd", json::object()).value("prefix", "/shmipam"));
     // Which cluster answers, before anything is claimed in it.
@@ -65,8 +99,32 @@ int run(const json& in) {
     if (auto st = cluster::check_cluster_id(state_dir, etcd.last_header().cluster_id); !st) {
         return fail(st.error());
     }
+    if (auto st = store.check_geometry(pool, *pool_cidr, block_prefix); !st) {
+        return fail(st.error());
+    }
+    // Blocks the store gives this node that its cache does not list (a helper that died after
+    // claiming): recorded first, and they may be all the caller needs.
+    auto cache = cluster::read_block_cache(cluster::block_cache_path(state_dir, pool));
+    if (!cache) return fail(cache.error());
     json out{{"claimed", nullptr}, {"atCap", false}};
-    if (in.contains("address")) {
+    // A block of this node the caller did not know of (another ADD's helper claimed it while
+    // this one waited for the lock): that one first, no new claim.
+    std::set<std::string> seen;
+    if (auto s = in.find("seen"); s != in.end() && s->is_array()) {
+        for (const auto& c : *s) {
+            if (c.is_string()) seen.insert(c.get<std::string>());
+        }
+    }
+    std::optional<std::string> unseen;
+    for (const cluster::Block& b : *owned) {
+        if (b.node == node && seen.count(b.cidr.to_string()) == 0 &&
+            (usable.empty() || !usable.intersect(b.cidr).empty())) {
+            unseen = b.cidr.to_string();
+        }
+    }
+    if (unseen && !in.contains("address")) {
+        out["claimed"] = *unseen;
+    } else if (in.contains("address")) {
         auto a = engine::IpAddress::parse(in.value("address", ""));
         if (!a) return fail(make_error(Code::kRequestedAddressInvalid, "not an address"));
         auto b = store.claim_holding(pool, *pool_cidr, block_prefix, *a, node);
@@ -74,15 +132,26 @@ int run(const json& in) {
         out["claimed"] = b->cidr.to_string();
     } else {
         bool at_cap = false;
+        const auto worth = [&](const engine::Cidr& c) {
+            return usable.empty() || !usable.intersect(c).empty();
+        };
         auto b = store.claim_next(pool, *pool_cidr, block_prefix, node,
-                                  in.value("maxBlocks", size_t{32}), &at_cap);
+                                  in.value("maxBlocks", size_t{32}), &at_cap, worth);
         if (!b) return fail(b.error());
         if (*b) out["claimed"] = (*b)->cidr.to_string();
         out["atCap"] = at_cap;
     }
-    // The node's blocks of the pool, as the store says now.
+    // The node's blocks of the pool, as the store says now (if it cannot say, what the cache
+    // had plus what was just claimed: a claimed block is never left out of the cache).
     owned = store.blocks(pool);
-    if (!owned) return fail(owned.error());
+    if (!owned) {
+        if (!out["claimed"].is_null()) {
+            std::vector<cluster::OwnedBlock> kept = *cache;
+            kept.push_back({*engine::Cidr::parse(out["claimed"].get<std::string>()), 0});
+            (void)cluster::write_block_cache(cluster::block_cache_path(state_dir, pool), kept);
+        }
+        return fail(owned.error());
+    }
     std::vector<cluster::OwnedBlock> mine;
     json names = json::array();
     for (const cluster::Block& b : *owned) {

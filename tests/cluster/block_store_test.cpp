@@ -43,6 +43,19 @@ TEST(BlockOrder, StartsAtAHashOfTheNodeAndCoversEveryBlockOnce) {
     EXPECT_EQ(BlockStore::claim_order(cidr("fd00::/120"), 124, "n").size(), 16u);
 }
 
+// Found by review: an IPv6 /64 cut into /122 blocks (2^58 of them) had no claim order at all,
+// so every IPv6 ADD in cluster mode failed. A node now tries 4096 blocks from its start.
+TEST(BlockOrder, AnIpv6Slash64HasBlocksToTry) {
+    const auto order = BlockStore::claim_order(cidr("fd00:1::/64"), 122, "node-a");
+    ASSERT_EQ(order.size(), 4096u);
+    std::set<std::string> distinct;
+    for (const auto& c : order) {
+        EXPECT_TRUE(cidr("fd00:1::/64").contains(c.address)) << c.to_string();
+        distinct.insert(c.to_string());
+    }
+    EXPECT_EQ(distinct.size(), 4096u);
+}
+
 class Blocks : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -160,6 +173,21 @@ TEST_F(Blocks, ANodeAtItsCapIsToldSo) {
     ASSERT_TRUE(third);
     EXPECT_FALSE(*third);
     EXPECT_TRUE(at_cap);
+}
+
+// Found by review: blockSize is each node's config, and a node cutting the pool into /28 blocks
+// could create one inside another node's /26: both handed out the same addresses. The first
+// claim now records the pool's geometry; a node asking for another is refused.
+TEST_F(Blocks, ANodeThatCutsThePoolOtherwiseIsRefused) {
+    EtcdClient client(config());
+    BlockStore store(client, "/shmipam");
+    const Cidr pool = cidr("10.95.0.0/24");
+    ASSERT_TRUE(store.check_geometry("g", pool, 26));
+    ASSERT_TRUE(store.check_geometry("g", pool, 26)) << "the same again";
+    auto other = store.check_geometry("g", pool, 28);
+    ASSERT_FALSE(other);
+    EXPECT_EQ(other.error().code, Code::kInvalidConfig);
+    EXPECT_NE(other.error().msg.find("blockSize"), std::string::npos) << other.error().msg;
 }
 
 }  // namespace

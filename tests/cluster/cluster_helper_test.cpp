@@ -35,7 +35,9 @@ class ClusterHelper : public ::testing::Test {
                 {"maxBlocks", max_blocks},
                 {"stateDir", dir.sub(node)}};
     }
-    ProcessResult helper(const json& in) {
+    // As the plugin calls it: with the node's blocks it knows of (its cache).
+    ProcessResult helper(json in) {
+        if (!in.contains("seen")) in["seen"] = cached(in["node"]);
         return run_process({SHMIPAM_CLUSTER_HELPER_PATH}, {}, in.dump());
     }
     std::vector<std::string> cached(const std::string& node) {
@@ -117,6 +119,19 @@ TEST_F(ClusterHelper, AnotherClusterIsRefused) {
     EXPECT_EQ(r.json()["code"], 7) << r.out;
     EXPECT_NE(r.json()["msg"].get<std::string>().find("refusing"), std::string::npos);
     EXPECT_EQ(cached("node-a").size(), 1u);
+}
+
+// Concurrent ADDs on a node each exec the helper: they take turns, and one that finds a block
+// of the node its caller did not know of answers that block instead of claiming another.
+TEST_F(ClusterHelper, AHelperThatFindsABlockItsCallerDidNotKnowAnswersItAndClaimsNothing) {
+    json first = request("node-a");
+    first["seen"] = json::array();
+    auto a = helper(first);
+    ASSERT_EQ(a.exit_code, 0) << a.out;
+    auto b = helper(first);  // the caller read the cache before a's helper wrote it
+    ASSERT_EQ(b.exit_code, 0) << b.out;
+    EXPECT_EQ(b.json()["claimed"], a.json()["claimed"]);
+    EXPECT_EQ(b.json()["blocks"].size(), 1u) << "nothing more claimed";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // one that needs a new block fails with "etcd unavailable".
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -112,6 +113,28 @@ TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsCle
         ++added;
     }
     EXPECT_EQ(added, 16) << "the node's one block, whole: steady state makes no etcd call";
+}
+
+// Found by review: the helper was told only the pool's subnet, so with `ips` narrower than the
+// subnet it claimed blocks with nothing allocatable in them, and ADDs failed. It is now told the
+// allocatable addresses and claims only blocks holding some.
+TEST_F(ClusterMode, OnlyBlocksWithAllocatableAddressesAreClaimed) {
+    write_file(dir.sub("pools") + "/pool.yaml",
+               "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+               "metadata: {name: shared}\nspec: {subnet: 10.77.0.0/24, ips: "
+               "[\"10.77.0.200-10.77.0.220\"], default: true}\n");
+    const std::string cfg = config(0).dump();
+    for (int p = 0; p < 21; ++p) {
+        auto r = run_plugin(cni_env("ADD", "a" + std::to_string(p)), cfg);
+        ASSERT_EQ(r.exit_code, 0) << p << ": " << r.out << r.err;
+    }
+    auto full = run_plugin(cni_env("ADD", "a21"), cfg);
+    EXPECT_EQ(full.exit_code, 1);
+    EXPECT_EQ(full.json()["code"], 100) << full.out;
+    const std::string cache = read_file(dir.sub("node-0/data/_cluster") + "/shared.blocks");
+    EXPECT_EQ(cache.find("10.77.0.192/28") != std::string::npos, true) << cache;
+    EXPECT_EQ(cache.find("10.77.0.208/28") != std::string::npos, true) << cache;
+    EXPECT_EQ(std::count(cache.begin(), cache.end(), '\n'), 2) << cache;
 }
 
 }  // namespace

@@ -209,6 +209,12 @@ TEST(NetConfCluster, EtcdWithoutPoolsDirOrEndpointsIsRefused) {
     auto e = parse_netconf(empty, {});
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().code, Code::kInvalidConfig);
+    json typo = json::parse(R"({"cniVersion":"1.1.0","name":"n","type":"bridge",
+        "ipam":{"type":"shmipam","poolsDir":"/p",
+                "etcd":{"endpoints":["http://e:2379"],"budgetMs":"5000"}}})");
+    auto t = parse_netconf(typo, {});
+    ASSERT_FALSE(t);
+    EXPECT_NE(t.error().msg.find("ipam.etcd.budgetMs"), std::string::npos) << t.error().msg;
 }
 
 }  // namespace
