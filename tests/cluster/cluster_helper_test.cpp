@@ -19,10 +19,7 @@ using nlohmann::json;
 class ClusterHelper : public ::testing::Test {
   protected:
     void SetUp() override {
-        if (!EtcdCluster::installed()) {
-            if (std::getenv("CI") != nullptr) FAIL() << "etcd is not installed";
-            GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh installs it)";
-        }
+        SHMIPAM_REQUIRE_ETCD();
         etcd = std::make_unique<EtcdCluster>(3);
         ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
     }

@@ -23,10 +23,7 @@ using testing::EtcdCluster;
 class Etcd : public ::testing::Test {
   protected:
     void SetUp() override {
-        if (!EtcdCluster::installed()) {
-            if (std::getenv("CI") != nullptr) FAIL() << "etcd is not installed";
-            GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh installs it)";
-        }
+        SHMIPAM_REQUIRE_ETCD();
         etcd = std::make_unique<EtcdCluster>(3);
         ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
     }
@@ -218,10 +215,7 @@ TEST_F(Etcd, WithoutAQuorumACallFailsWithinItsBudgetAndRecovers) {
 class EtcdTls : public ::testing::Test {
   protected:
     void SetUp() override {
-        if (!EtcdCluster::installed()) {
-            if (std::getenv("CI") != nullptr) FAIL() << "etcd is not installed";
-            GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh installs it)";
-        }
+        SHMIPAM_REQUIRE_ETCD();
         etcd = std::make_unique<EtcdCluster>(1, /*tls=*/true);
         ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
     }

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -62,3 +63,12 @@ class EtcdCluster {
 };
 
 }  // namespace shmipam::testing
+
+// In a test's SetUp: skips it with a message where etcd is not installed, fails it in CI.
+#define SHMIPAM_REQUIRE_ETCD()                                                             \
+    do {                                                                                   \
+        if (!::shmipam::testing::EtcdCluster::installed()) {                               \
+            if (std::getenv("CI") != nullptr) FAIL() << "etcd is not installed";           \
+            GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh installs it)"; \
+        }                                                                                  \
+    } while (0)
