@@ -3,14 +3,18 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <ctime>
 
 #include "cluster/block_cache.h"
+#include "engine/inspect/inspect.h"
 
 extern char** environ;
 
@@ -107,9 +111,11 @@ Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
     return out;
 }
 
-Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
-                           const pools::IpSet& usable,
-                           const std::optional<engine::IpAddress>& address, std::string* why) {
+namespace {
+
+// The helper's request for a block of `pool` (docs: tools/cluster_helper.cpp).
+json helper_request(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                    const pools::IpSet& usable, const std::optional<engine::IpAddress>& address) {
     const ClusterMode& cm = *nc.pool_mode->cluster;
     json req{
         {"etcd", cm.etcd},
@@ -133,6 +139,84 @@ Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const eng
                          engine::IpAddress{i.last, usable.family()}.to_string());
     }
     req["usable"] = ranges;
+    return req;
+}
+
+// Starts the helper in its own session with `input` on stdin, /dev/null for its output, and
+// `lock_fd` (the pool's lock, held) as its fd 3; never waited for: it outlives the plugin, and
+// the runtime, which waits for the plugin's output to close, does not wait for it.
+void spawn_detached(const std::string& path, const std::string& input, int lock_fd) {
+    int in[2];
+    if (::pipe2(in, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, lock_fd, 3);  // clears FD_CLOEXEC on 3
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, path.c_str(), &fa, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    if (rc == 0) {
+        struct sigaction ignore {
+        }, before{};
+        ignore.sa_handler = SIG_IGN;
+        ::sigaction(SIGPIPE, &ignore, &before);
+        (void)!::write(in[1], input.data(), input.size());
+        ::sigaction(SIGPIPE, &before, nullptr);
+    }
+    ::close(in[1]);
+}
+
+}  // namespace
+
+void claim_ahead(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                 const pools::IpSet& usable, const pools::IpSet& here,
+                 engine::NetworkStore& store) {
+    const ClusterMode& cm = *nc.pool_mode->cluster;
+    if (cm.claim_ahead_percent == 0 || here.empty()) return;
+    const int bits = here.family() == engine::Family::kV4 ? 32 : 128;
+    const int prefix = here.family() == engine::Family::kV4 ? nc.network.block_prefix_v4
+                                                            : nc.network.block_prefix_v6;
+    const engine::u128 block_size = engine::u128{1} << (bits - prefix);
+    engine::u128 free = here.count();
+    for (const auto& i : here.intervals()) {
+        auto taken = engine::hinted_taken(store, {i.first, here.family()}, {i.last, here.family()});
+        if (!taken) return;
+        free -= std::min<engine::u128>(free, *taken);
+    }
+    if (free * 100 > block_size * (100 - cm.claim_ahead_percent)) return;
+    const std::string dir = cluster_state_dir(nc);
+    // A helper found nothing to claim a short while ago: asking again each ADD would only cost.
+    struct stat none {};
+    if (::stat((dir + "/" + pool + ".ahead-none").c_str(), &none) == 0 &&
+        none.st_mtime + 60 > std::time(nullptr)) {
+        return;
+    }
+    // Held now, or not at all: another helper of the pool is at work, and its block will do.
+    const int lock =
+        ::open((dir + "/" + pool + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock < 0) return;
+    if (::flock(lock, LOCK_EX | LOCK_NB) == 0) {
+        json req = helper_request(nc, pool, cidr, usable, std::nullopt);
+        req["ahead"] = true;
+        req["lockFd"] = 3;
+        spawn_detached(helper_path(cm), req.dump(), lock);
+    }
+    ::close(lock);  // the lock stays with the helper, which shares the open file
+}
+
+Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                           const pools::IpSet& usable,
+                           const std::optional<engine::IpAddress>& address, std::string* why) {
+    const ClusterMode& cm = *nc.pool_mode->cluster;
+    const json req = helper_request(nc, pool, cidr, usable, address);
     auto out = run_helper(helper_path(cm), req.dump());
     if (!out) return out.error();
     const json ans = json::parse(*out, nullptr, false);

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "engine/addr/ip_address.h"
+#include "engine/state/network_store.h"
 #include "plugin/netconf.h"
 #include "pools/ip_set.h"
 
@@ -27,5 +28,15 @@ Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
 Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
                            const pools::IpSet& usable,
                            const std::optional<engine::IpAddress>& address, std::string* why);
+
+// Claims ahead of need (ipam.claimAheadPercent): called after an ADD took an address from
+// `here` (the node's blocks of `pool`, within `usable`). When fewer than (100 - N)% of a block's
+// addresses are left free in them (by the bitmap hint), it starts the helper detached, with the
+// pool's lock handed over, so the next block is claimed while pods keep starting and no ADD
+// waits on etcd. Best effort and silent: an ADD that finds no room still claims for itself.
+// Not started while another helper of the pool runs (its lock is held), nor for a minute after
+// a helper found nothing to claim (the node at its cap, or the pool taken).
+void claim_ahead(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                 const pools::IpSet& usable, const pools::IpSet& here, engine::NetworkStore& store);
 
 }  // namespace shmipam::cni

@@ -315,6 +315,13 @@ Status parse_pool_mode(const json& doc, const json& ipam, NetConf& nc) {
             }
             cm.max_blocks = m->get<uint64_t>();
         }
+        if (auto a = ipam.find("claimAheadPercent"); a != ipam.end() && !a->is_null()) {
+            if (!a->is_number_integer() || a->get<int64_t>() < 0 || a->get<int64_t>() > 99) {
+                return make_error(Code::kInvalidConfig,
+                                  "ipam.claimAheadPercent must be an integer from 0 (off) to 99");
+            }
+            cm.claim_ahead_percent = a->get<uint64_t>();
+        }
         auto helper = opt_string(ipam, "clusterHelper", "ipam.");
         if (!helper) return helper.error();
         cm.helper = *helper;

@@ -26,6 +26,10 @@ inline const std::vector<std::string>& supported_versions() {
 struct ClusterMode {
     nlohmann::json etcd;       // ipam.etcd, passed to the helper as written
     uint64_t max_blocks = 32;  // ipam.maxBlocksPerNode
+    // ipam.claimAheadPercent: when the node's blocks of a pool are this full (free addresses
+    // under (100 - N)% of a block), an ADD starts the helper, detached, for the next block.
+    // 0: only when they are full.
+    uint64_t claim_ahead_percent = 75;
     std::string helper;        // ipam.clusterHelper, else shmipam-cluster beside the plugin
 };
 

@@ -231,6 +231,9 @@ struct FamilyClaim {
                     }
                     auto added = engine::Allocator(*s.store, *s.cfg).add(req);
                     if (added) {
+                        if (nc.pool_mode->cluster && !added->existing) {
+                            claim_ahead(nc, c.name, object.subnet, usable, here, *s.store);
+                        }
                         if (req.claim && !added->existing) new_claims.push_back(*at);
                         holding.push_back(*at);
                         for (const auto& a : added->addresses) answered.push_back({state, a});

@@ -8,11 +8,14 @@
 //   "blockPrefix": 26, "node": "<node>", "maxBlocks": 32, "stateDir": "<dir>",
 //   "address": "<optional: claim the block holding it>",
 //   "usable": ["<first>-<last>", ...] (optional: blocks with none of these are not claimed),
-//   "seen": ["<block CIDR>", ...] (optional: the node's blocks the caller knew of)}
+//   "seen": ["<block CIDR>", ...] (optional: the node's blocks the caller knew of),
+//   "ahead": bool (optional: claiming ahead of need, started detached by an ADD),
+//   "lockFd": N (optional: the pool's lock is already held on this descriptor, handed over)}
 // stdout: {"claimed": "<block CIDR>" or null, "atCap": bool, "blocks": ["<CIDR>", ...]}; exit 0.
 // Errors: {"code": N, "msg": "..."}, exit 1 (the plugin passes them on).
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,6 +47,12 @@ Status lock_pool(const std::string& state_dir, const std::string& pool) {
         return make_error(Code::kIo, "cannot lock " + path + ": " + std::strerror(errno));
     }
     return Ok{};  // the descriptor stays open: the lock goes with the process
+}
+
+void touch(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) ::close(fd);
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // an existing file's time too
 }
 
 int fail(const Error& e) {
@@ -90,7 +99,11 @@ int run(const json& in) {
     }
     // One helper at a time per node and pool: two that each read, claim and write the cache
     // could otherwise write it in the wrong order and lose a block.
-    if (auto st = lock_pool(state_dir, pool); !st) return fail(st.error());
+    // An ADD claiming ahead hands over the lock it took (so no second helper starts meanwhile).
+    const int lock_fd = in.value("lockFd", -1);
+    if (lock_fd < 0 || ::fcntl(lock_fd, F_GETFD) < 0) {
+        if (auto st = lock_pool(state_dir, pool); !st) return fail(st.error());
+    }
     cluster::EtcdClient etcd(*cfg);
     cluster::BlockStore store(etcd, in.value("etcd", json::object()).value("prefix", "/shmipam"));
     // Which cluster answers, before anything is claimed in it.
@@ -140,6 +153,8 @@ int run(const json& in) {
         if (!b) return fail(b.error());
         if (*b) out["claimed"] = (*b)->cidr.to_string();
         out["atCap"] = at_cap;
+        // Nothing to claim: ADDs stop starting helpers ahead of need for a while (claim_ahead).
+        if (!*b) touch(state_dir + "/" + pool + ".ahead-none");
     }
     // The node's blocks of the pool, as the store says now (if it cannot say, what the cache
     // had plus what was just claimed: a claimed block is never left out of the cache).

@@ -66,6 +66,12 @@ struct NetworkDump {
 
 Expected<NetworkDump> dump(NetworkStore& store);
 
+// How many addresses in [first, last] the blocks' bitmaps mark as not claimable (allocated,
+// mid-transition, cooling, reserved): the hint, not the slots' truth, so cheap enough for an ADD
+// (cluster mode's claim-ahead check reads it for the node's blocks). Blocks not created yet
+// count none.
+Expected<uint64_t> hinted_taken(NetworkStore& store, const IpAddress& first, const IpAddress& last);
+
 struct Violation {
     std::string kind;    // stable identifier, e.g. "duplicate-address"
     std::string detail;  // human sentence naming the address / entry / lease

@@ -5,7 +5,10 @@
 // one that needs a new block fails with "etcd unavailable".
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -92,7 +95,9 @@ TEST_F(ClusterMode, ConcurrentAddsOnThreeNodesNeverShareAnAddress) {
 }
 
 TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsClearly) {
-    const std::string cfg = config(0).dump();
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 0;  // steady state only: no helper ahead of need
+    const std::string cfg = c.dump();
     auto first = run_plugin(cni_env("ADD", "a0"), cfg);
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
     for (size_t i = 0; i < etcd->size(); ++i) etcd->kill(i);
@@ -110,6 +115,50 @@ TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsCle
         ++added;
     }
     EXPECT_EQ(added, 16) << "the node's one block, whole: steady state makes no etcd call";
+}
+
+size_t cached_blocks(const std::string& cache_path) {
+    const std::string text = read_file(cache_path);
+    return size_t(std::count(text.begin(), text.end(), '\n'));
+}
+
+// Claiming ahead of need: once the node's one /28 has 4 free addresses left (75% full), an ADD
+// starts the helper detached for the next block; the ADDs after it, with etcd gone, are served
+// from that block without waiting on the store.
+TEST_F(ClusterMode, ANodeClaimsItsNextBlockAheadOfNeedSoPodStartsNeverWaitOnEtcd) {
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 75;
+    const std::string cfg = c.dump();
+    const std::string cache = dir.sub("node-0/data/_cluster") + "/shared.blocks";
+    int added = 0;
+    for (; added < 8; ++added) {
+        auto r = run_plugin(cni_env("ADD", "a" + std::to_string(added)), cfg);
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    ::usleep(500 * 1000);
+    EXPECT_EQ(cached_blocks(cache), 1u) << "8 of 16 taken: not yet" << read_file(cache);
+    for (; added < 13; ++added) {
+        auto r = run_plugin(cni_env("ADD", "a" + std::to_string(added)), cfg);
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    for (int i = 0; i < 100 && cached_blocks(cache) < 2; ++i) ::usleep(50 * 1000);
+    ASSERT_EQ(cached_blocks(cache), 2u) << "the next block, claimed ahead: " << read_file(cache);
+    for (size_t i = 0; i < etcd->size(); ++i) etcd->kill(i);
+    for (; added < 32; ++added) {
+        const auto start = std::chrono::steady_clock::now();
+        auto r = run_plugin(cni_env("ADD", "a" + std::to_string(added)), cfg);
+        ASSERT_EQ(r.exit_code, 0) << added << ": " << r.out << r.err;
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+        EXPECT_LT(ms, 1000) << "ADD " << added << " waited on etcd";
+    }
+    // Both blocks are full now; the next ADD needs the store, which is gone.
+    auto r = run_plugin(cni_env("ADD", "a32"), cfg);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.json()["code"], 50) << r.out;
+    auto v = run_ctl({"--run-dir", dir.sub("node-0/run"), "verify", "pool/shared"});
+    EXPECT_EQ(v.exit_code, 0) << v.out;
 }
 
 // Found by review: the helper was told only the pool's subnet, so with `ips` narrower than the

@@ -195,6 +195,15 @@ TEST(NetConfCluster, EtcdWithPoolsDirIsClusterModeWithCalicosBlockSizes) {
     EXPECT_EQ(nc->network.block_prefix_v6, 122);
     j["ipam"]["blockSize"] = 28;
     EXPECT_EQ(parse_netconf(j, {})->network.block_prefix_v4, 28);
+    EXPECT_EQ(nc->pool_mode->cluster->claim_ahead_percent, 75u);
+    j["ipam"]["claimAheadPercent"] = 0;
+    EXPECT_EQ(parse_netconf(j, {})->pool_mode->cluster->claim_ahead_percent, 0u);
+    for (json bad : {json(100), json(-1), json("75")}) {
+        j["ipam"]["claimAheadPercent"] = bad;
+        auto r = parse_netconf(j, {});
+        ASSERT_FALSE(r) << bad;
+        EXPECT_NE(r.error().msg.find("claimAheadPercent"), std::string::npos) << r.error().msg;
+    }
 }
 
 TEST(NetConfCluster, EtcdWithoutPoolsDirOrEndpointsIsRefused) {
