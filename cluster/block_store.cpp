@@ -64,6 +64,21 @@ Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool) {
     return out;
 }
 
+Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks() {
+    const std::string pools = prefix_ + "/v1/pools/";
+    auto kvs = etcd_.get_prefix(pools);
+    if (!kvs) return kvs.error();
+    std::map<std::string, std::vector<Block>> out;
+    for (const KeyValue& kv : *kvs) {
+        // <pools><pool>/blocks/<block>; the pool's /meta key and anything else are not blocks.
+        const std::string rest = kv.key.substr(pools.size());
+        const size_t slash = rest.find('/');
+        if (slash == std::string::npos || rest.compare(slash, 8, "/blocks/") != 0) continue;
+        if (auto b = block_of(kv)) out[rest.substr(0, slash)].push_back(*b);
+    }
+    return out;
+}
+
 std::vector<Cidr> BlockStore::claim_order(const Cidr& pool_cidr, int block_prefix,
                                           const std::string& node) {
     std::vector<Cidr> out;

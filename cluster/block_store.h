@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ class BlockStore {
 
     // Every block of the pool that some node owns.
     Expected<std::vector<Block>> blocks(const std::string& pool);
+    // Every owned block of every pool, by pool (the operator's view: shmipamctl cluster).
+    Expected<std::map<std::string, std::vector<Block>>> all_blocks();
     // The pool's blocks, in the order `node` tries them (starting at a hash of its name).
     static std::vector<engine::Cidr> claim_order(const engine::Cidr& pool_cidr, int block_prefix,
                                                  const std::string& node);

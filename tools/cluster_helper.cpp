@@ -30,6 +30,7 @@
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
 #include "cluster/cluster_identity.h"
+#include "cluster/etcd_config.h"
 #include "pools/ip_set.h"
 
 using nlohmann::json;
@@ -60,26 +61,8 @@ int fail(const Error& e) {
     return 1;
 }
 
-Expected<cluster::EtcdConfig> etcd_config(const json& j) {
-    cluster::EtcdConfig c;
-    if (!j.is_object() || !j.contains("endpoints") || !j["endpoints"].is_array() ||
-        j["endpoints"].empty()) {
-        return make_error(Code::kInvalidConfig, "ipam.etcd.endpoints must be a non-empty list");
-    }
-    for (const auto& e : j["endpoints"]) {
-        if (!e.is_string()) return make_error(Code::kInvalidConfig, "an etcd endpoint is a URL");
-        c.endpoints.push_back(e.get<std::string>());
-    }
-    c.ca_file = j.value("caFile", "");
-    c.cert_file = j.value("certFile", "");
-    c.key_file = j.value("keyFile", "");
-    c.attempt_timeout_ms = j.value("attemptTimeoutMs", uint64_t{1000});
-    c.budget_ms = j.value("budgetMs", uint64_t{5000});
-    return c;
-}
-
 int run(const json& in) {
-    auto cfg = etcd_config(in.value("etcd", json::object()));
+    auto cfg = cluster::etcd_config_from_json(in.value("etcd", json::object()));
     if (!cfg) return fail(cfg.error());
     const std::string pool = in.value("pool", "");
     const std::string node = in.value("node", "");
@@ -105,7 +88,7 @@ int run(const json& in) {
         if (auto st = lock_pool(state_dir, pool); !st) return fail(st.error());
     }
     cluster::EtcdClient etcd(*cfg);
-    cluster::BlockStore store(etcd, in.value("etcd", json::object()).value("prefix", "/shmipam"));
+    cluster::BlockStore store(etcd, cluster::etcd_prefix(in.value("etcd", json::object())));
     // Which cluster answers, before anything is claimed in it.
     auto owned = store.blocks(pool);
     if (!owned) return fail(owned.error());

@@ -115,6 +115,30 @@ int main(int argc, char** argv) {
         explain->add_option("--multus-cluster-network", e.multus_cluster_network,
                             "multusClusterNetwork");
         json_flag(explain);
+        auto* cluster = app.add_subcommand(
+            "cluster", "cluster mode (docs/cluster.md): blocks in etcd and on this node");
+        cluster->require_subcommand(1);
+        auto cluster_config = [&](CLI::App* c) {
+            c->add_option("--config", o.cluster_config,
+                          "the network config (or conflist) whose ipam section has etcd")
+                ->required();
+            json_flag(c);
+        };
+        auto* cluster_ls = cluster->add_subcommand(
+            "ls",
+            "blocks per pool and node as etcd says, beside this node's cache and arenas, with "
+            "disagreements flagged (exit 1 when there are some)");
+        cluster_config(cluster_ls);
+        cluster_ls->add_option("--node", o.node, "this node's name (default: the config's)");
+        auto* cluster_gc = cluster->add_subcommand(
+            "gc", "release the blocks of nodes that no longer exist (dry run unless --apply)");
+        cluster_config(cluster_gc);
+        cluster_gc
+            ->add_option("--live-nodes", o.live_nodes,
+                         "the nodes that exist: a JSON list of names, `kubectl get nodes -o "
+                         "json`, or one name per line; - for stdin")
+            ->required();
+        cluster_gc->add_flag("--apply", o.apply, "make the changes");
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {
@@ -132,6 +156,8 @@ int main(int argc, char** argv) {
         if (dump_file->parsed()) return cmd_dump_file(o);
         if (explain->parsed()) return cmd_explain(o);
         if (claims->parsed()) return cmd_claims(o);
+        if (cluster_ls->parsed()) return cmd_cluster_ls(o);
+        if (cluster_gc->parsed()) return cmd_cluster_gc(o);
         return kExitCannotRead;
     } catch (const std::exception& e) {
         std::cerr << "shmipamctl: " << e.what() << "\n";

@@ -4,7 +4,6 @@
 // address is held twice cluster-wide; with etcd gone, ADDs inside owned blocks still succeed and
 // one that needs a new block fails with "etcd unavailable".
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cluster/block_store.h"
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
@@ -50,6 +50,31 @@ class ClusterMode : public ::testing::Test {
                   {"blockSize", 28},
                   {"clusterHelper", SHMIPAM_CLUSTER_HELPER_PATH},
                   {"etcd", {{"endpoints", etcd->client_urls()}, {"budgetMs", 3000}}}}}};
+    }
+    // A node's config as a file, for shmipamctl cluster --config.
+    std::string config_file(int node) const {
+        const std::string path = dir.sub("node-" + std::to_string(node) + ".conf");
+        json c = config(node);
+        c["ipam"]["claimAheadPercent"] = 0;
+        write_file(path, c.dump());
+        return path;
+    }
+    void add_pods(int node, int pods) {
+        json c = config(node);
+        c["ipam"]["claimAheadPercent"] = 0;
+        for (int p = 0; p < pods; ++p) {
+            auto r = run_plugin(
+                cni_env("ADD", "n" + std::to_string(node) + "-p" + std::to_string(p)), c.dump());
+            ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        }
+    }
+    std::vector<cluster::Block> store_blocks() const {
+        cluster::EtcdConfig cfg;
+        cfg.endpoints = etcd->client_urls();
+        cluster::EtcdClient client(cfg);
+        auto b = cluster::BlockStore(client, "/shmipam").blocks("shared");
+        EXPECT_TRUE(b) << b.error().msg;
+        return b ? *b : std::vector<cluster::Block>{};
     }
     TempDir dir;
     std::unique_ptr<EtcdCluster> etcd;
@@ -181,6 +206,90 @@ TEST_F(ClusterMode, OnlyBlocksWithAllocatableAddressesAreClaimed) {
     EXPECT_EQ(cache.find("10.77.0.192/28") != std::string::npos, true) << cache;
     EXPECT_EQ(cache.find("10.77.0.208/28") != std::string::npos, true) << cache;
     EXPECT_EQ(std::count(cache.begin(), cache.end(), '\n'), 2) << cache;
+}
+
+// shmipamctl cluster ls: the store's blocks of every node, this node's cache and arenas beside
+// them; a block this node allocates from that the store no longer gives it is flagged.
+TEST_F(ClusterMode, ClusterLsShowsEveryNodesBlocksAndFlagsABlockThisNodeNoLongerOwns) {
+    add_pods(0, 3);
+    add_pods(1, 2);
+    const std::string cfg0 = config_file(0);
+    auto ls = run_ctl({"cluster", "ls", "--config", cfg0, "--json"});
+    ASSERT_EQ(ls.exit_code, 0) << ls.out << ls.err;
+    const json j = ls.json();
+    EXPECT_EQ(j["node"], "node-0");
+    ASSERT_EQ(j["blocks"].size(), 2u) << ls.out;
+    std::string mine;
+    for (const auto& b : j["blocks"]) {
+        EXPECT_EQ(b["pool"], "shared");
+        if (b["owner"] == "node-0") {
+            mine = b["block"];
+            EXPECT_EQ(b["cached"], true) << ls.out;
+            EXPECT_EQ(b["localInUse"], 3) << ls.out;
+        } else {
+            EXPECT_EQ(b["owner"], "node-1") << ls.out;
+            EXPECT_EQ(b["cached"], false) << ls.out;
+            EXPECT_TRUE(b["localInUse"].is_null()) << ls.out;
+        }
+        EXPECT_FALSE(b.contains("problem")) << ls.out;
+    }
+    ASSERT_FALSE(mine.empty()) << ls.out;
+    // The store loses node-0's block (an operator's gc with a wrong node list, say).
+    cluster::EtcdConfig ec;
+    ec.endpoints = etcd->client_urls();
+    cluster::EtcdClient client(ec);
+    cluster::BlockStore store(client, "/shmipam");
+    for (const auto& b : store_blocks()) {
+        if (b.node == "node-0") ASSERT_TRUE(*store.release("shared", b));
+    }
+    auto bad = run_ctl({"cluster", "ls", "--config", cfg0, "--json"});
+    EXPECT_EQ(bad.exit_code, 1) << bad.out;
+    EXPECT_EQ(bad.json()["problems"], 1) << bad.out;
+    for (const auto& b : bad.json()["blocks"]) {
+        if (b["block"] != mine) continue;
+        EXPECT_TRUE(b["owner"].is_null());
+        const std::string why = b.value("problem", "");
+        EXPECT_NE(why.find("owned by no node"), std::string::npos) << why;
+        EXPECT_NE(why.find("two nodes"), std::string::npos) << why;
+    }
+    auto text = run_ctl({"cluster", "ls", "--config", cfg0});
+    EXPECT_NE(text.out.find("1 disagreement"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find(mine), std::string::npos) << text.out;
+}
+
+// shmipamctl cluster gc --live-nodes: a dry run names the blocks of nodes not in the list and
+// changes nothing; --apply releases exactly those; an empty list is refused.
+TEST_F(ClusterMode, ClusterGcReleasesOnlyTheBlocksOfNodesThatNoLongerExist) {
+    for (int n = 0; n < 3; ++n) add_pods(n, 1);
+    ASSERT_EQ(store_blocks().size(), 3u);
+    const std::string cfg0 = config_file(0);
+    const std::string live = dir.sub("live.json");
+    write_file(live, R"(["node-0", "node-1"])");
+    auto dry = run_ctl({"cluster", "gc", "--config", cfg0, "--live-nodes", live});
+    EXPECT_EQ(dry.exit_code, 1) << dry.out << dry.err;
+    EXPECT_NE(dry.out.find("would release"), std::string::npos) << dry.out;
+    EXPECT_NE(dry.out.find("node-2"), std::string::npos) << dry.out;
+    EXPECT_EQ(store_blocks().size(), 3u) << "a dry run releases nothing";
+    auto applied =
+        run_ctl({"cluster", "gc", "--config", cfg0, "--live-nodes", live, "--apply", "--json"});
+    EXPECT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+    ASSERT_EQ(applied.json()["blocks"].size(), 1u) << applied.out;
+    EXPECT_EQ(applied.json()["blocks"][0]["node"], "node-2");
+    EXPECT_EQ(applied.json()["blocks"][0]["released"], true);
+    std::set<std::string> owners;
+    for (const auto& b : store_blocks()) owners.insert(b.node);
+    EXPECT_EQ(owners, (std::set<std::string>{"node-0", "node-1"}));
+    // kubectl get nodes -o json: node-1 is gone too.
+    write_file(live, R"({"kind": "NodeList", "items": [{"metadata": {"name": "node-0"}}]})");
+    auto again = run_ctl({"cluster", "gc", "--config", cfg0, "--live-nodes", live, "--apply"});
+    EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+    ASSERT_EQ(store_blocks().size(), 1u);
+    EXPECT_EQ(store_blocks()[0].node, "node-0");
+    write_file(live, "\n");
+    auto empty = run_ctl({"cluster", "gc", "--config", cfg0, "--live-nodes", live, "--apply"});
+    EXPECT_EQ(empty.exit_code, 2);
+    EXPECT_NE(empty.err.find("refusing"), std::string::npos) << empty.err;
+    EXPECT_EQ(store_blocks().size(), 1u);
 }
 
 }  // namespace

@@ -44,6 +44,10 @@ struct Options {
     // dump-file
     std::string file;
     ExplainOptions explain;
+    // cluster ls / gc
+    std::string cluster_config;  // the network config holding ipam.etcd
+    std::string node;            // this node's name, if not the config's nodeName
+    std::string live_nodes;      // gc: the names of the nodes that exist
 };
 
 int cmd_ls(const Options& o);
@@ -58,6 +62,8 @@ int cmd_render(const Options& o);
 int cmd_dump_file(const Options& o);
 int cmd_explain(const Options& o);
 int cmd_claims(const Options& o);
+int cmd_cluster_ls(const Options& o);
+int cmd_cluster_gc(const Options& o);
 // release --claim (claims.cpp).
 int release_claim(const Options& o);
 

@@ -1,0 +1,76 @@
+#include "tools/render/cluster.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace shmipam::tools {
+
+using nlohmann::json;
+
+json cluster_ls_json(const std::string& node, const std::vector<ClusterBlockRow>& rows) {
+    json blocks = json::array();
+    size_t problems = 0;
+    for (const auto& r : rows) {
+        json b{{"pool", r.pool},
+               {"block", r.block},
+               {"owner", r.owner.empty() ? json(nullptr) : json(r.owner)},
+               {"cached", r.cached},
+               {"localInUse", r.local_use ? json(*r.local_use) : json(nullptr)}};
+        if (!r.problem.empty()) {
+            b["problem"] = r.problem;
+            ++problems;
+        }
+        blocks.push_back(std::move(b));
+    }
+    return {{"node", node}, {"blocks", blocks}, {"problems", problems}};
+}
+
+std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBlockRow>& rows) {
+    size_t wp = 4, wb = 5, wo = 5;
+    for (const auto& r : rows) {
+        wp = std::max(wp, r.pool.size());
+        wb = std::max(wb, r.block.size());
+        wo = std::max(wo, r.owner.size());
+    }
+    std::string out = "this node: " + node + "\n";
+    char line[512];
+    std::snprintf(line, sizeof line, "%-*s  %-*s  %-*s  %-6s  %-8s  %s\n", int(wp), "POOL", int(wb),
+                  "BLOCK", int(wo), "OWNER", "CACHED", "IN USE", "PROBLEM");
+    out += line;
+    size_t problems = 0;
+    for (const auto& r : rows) {
+        const std::string use = r.local_use ? std::to_string(*r.local_use) : "-";
+        std::snprintf(line, sizeof line, "%-*s  %-*s  %-*s  %-6s  %-8s  ", int(wp), r.pool.c_str(),
+                      int(wb), r.block.c_str(), int(wo), r.owner.empty() ? "-" : r.owner.c_str(),
+                      r.cached ? "yes" : "no", use.c_str());
+        out += line + (r.problem.empty() ? "-" : r.problem) + "\n";
+        problems += !r.problem.empty();
+    }
+    out += std::to_string(rows.size()) + " blocks, " + std::to_string(problems) +
+           (problems == 1 ? " disagreement\n" : " disagreements\n");
+    return out;
+}
+
+json cluster_gc_json(const std::vector<GcBlockRow>& rows, bool applied) {
+    json blocks = json::array();
+    for (const auto& r : rows) {
+        blocks.push_back(
+            {{"pool", r.pool}, {"block", r.block}, {"node", r.node}, {"released", r.released}});
+    }
+    return {{"applied", applied}, {"blocks", blocks}};
+}
+
+std::string cluster_gc_text(const std::vector<GcBlockRow>& rows, bool applied) {
+    std::string out;
+    for (const auto& r : rows) {
+        const char* what = !applied     ? "would release"
+                           : r.released ? "released"
+                                        : "left (changed since read)";
+        out += std::string(what) + " " + r.pool + " " + r.block + " of node " + r.node + "\n";
+    }
+    if (rows.empty()) out += "every block belongs to a live node\n";
+    if (!applied && !rows.empty()) out += "dry run: --apply releases them\n";
+    return out;
+}
+
+}  // namespace shmipam::tools

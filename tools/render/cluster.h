@@ -1,0 +1,34 @@
+// The answers of `shmipamctl cluster ls` and `cluster gc` (docs/cluster.md, "Operating it"):
+// blocks per pool and node as the cluster store says, beside this node's cache and arenas, with
+// the disagreements named; and the blocks a gc released (or would).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shmipam::tools {
+
+struct ClusterBlockRow {
+    std::string pool;
+    std::string block;                  // CIDR
+    std::string owner;                  // the store's node; empty: no node owns it
+    bool cached = false;                // in this node's block cache
+    std::optional<uint64_t> local_use;  // addresses in use in this node's arena, if it has one
+    std::string problem;                // empty when the store, cache and arena agree
+};
+
+nlohmann::json cluster_ls_json(const std::string& node, const std::vector<ClusterBlockRow>& rows);
+std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBlockRow>& rows);
+
+struct GcBlockRow {
+    std::string pool, block, node;
+    bool released = false;  // false in a dry run, or when the block changed since it was read
+};
+
+nlohmann::json cluster_gc_json(const std::vector<GcBlockRow>& rows, bool applied);
+std::string cluster_gc_text(const std::vector<GcBlockRow>& rows, bool applied);
+
+}  // namespace shmipam::tools

@@ -1,0 +1,245 @@
+// shmipamctl cluster ls / cluster gc (docs/cluster.md, "Operating it"): the cluster store's
+// blocks beside this node's block cache and arenas, and the release of the blocks of nodes that
+// no longer exist. Both read the etcd settings, node name and directories from the network
+// config the node's plugin uses (--config).
+#include "tools/render/cluster.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/directory.h"
+#include "cluster/block_cache.h"
+#include "cluster/block_store.h"
+#include "cluster/etcd_config.h"
+#include "engine/inspect/inspect.h"
+#include "tools/render/json.h"
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+using nlohmann::json;
+
+namespace {
+
+struct ClusterSetup {
+    json etcd;
+    std::string node, data_dir, run_dir;
+};
+
+std::string read_all(const std::string& path) {
+    std::stringstream ss;
+    if (path == "-") {
+        ss << std::cin.rdbuf();
+    } else {
+        std::ifstream f(path);
+        if (!f) return {};
+        ss << f.rdbuf();
+    }
+    return ss.str();
+}
+
+// The ipam section holding "etcd" in a network config or conflist (its "plugins").
+Expected<ClusterSetup> read_setup(const Options& o) {
+    const json doc = json::parse(read_all(o.cluster_config), nullptr, false);
+    const json* ipam = nullptr;
+    if (doc.is_object() && doc.contains("ipam") && doc["ipam"].is_object()) ipam = &doc["ipam"];
+    if (doc.is_object() && doc.contains("plugins") && doc["plugins"].is_array()) {
+        for (const auto& p : doc["plugins"]) {
+            if (p.is_object() && p.contains("ipam") && p["ipam"].is_object() &&
+                p["ipam"].contains("etcd")) {
+                ipam = &p["ipam"];
+            }
+        }
+    }
+    if (ipam == nullptr || !ipam->contains("etcd")) {
+        return make_error(Code::kInvalidConfig,
+                          o.cluster_config +
+                              " is not a network config whose ipam section has \"etcd\" "
+                              "(docs/cluster.md)");
+    }
+    ClusterSetup s;
+    s.etcd = (*ipam)["etcd"];
+    const auto text = [&](const char* k, const std::string& dflt) {
+        return ipam->contains(k) && (*ipam)[k].is_string() ? (*ipam)[k].get<std::string>() : dflt;
+    };
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    s.node = !o.node.empty() ? o.node : text("nodeName", host);
+    s.data_dir = text("dataDir", "/var/lib/cni/networks");
+    s.run_dir = text("runDir", o.run_dir);
+    return s;
+}
+
+// Addresses in use per block (of `prefix`) in this node's arena of `pool`; none without one.
+std::map<std::string, uint64_t> local_use(const ClusterSetup& s, const std::string& pool,
+                                          int prefix) {
+    std::map<std::string, uint64_t> out;
+    Options one;
+    one.run_dir = s.run_dir;
+    one.network = "pool/" + pool;
+    auto store = open_network(one, shm::Access::kReadOnly);
+    if (!store) return out;
+    auto d = engine::dump(**store);
+    if (!d) return out;
+    for (const auto& b : d->blocks) {
+        auto c = engine::Cidr::parse(b.cidr);
+        if (c)
+            out[engine::Cidr{c->address, prefix}.network().to_string() + "/" +
+                std::to_string(prefix)] += 0;
+    }
+    for (const auto& slot : d->slots) {
+        if (slot.state == "cooling") continue;
+        out[engine::Cidr{slot.address, prefix}.network().to_string() + "/" +
+            std::to_string(prefix)] += 1;
+    }
+    return out;
+}
+
+// Node names from a file (or - for stdin): a JSON list of names, a Kubernetes NodeList
+// (`kubectl get nodes -o json`), or one name per line.
+Expected<std::set<std::string>> live_nodes(const std::string& path) {
+    const std::string text = read_all(path);
+    std::set<std::string> out;
+    const json doc = json::parse(text, nullptr, false);
+    if (!doc.is_discarded() && doc.is_array()) {
+        for (const auto& n : doc) {
+            if (!n.is_string()) return make_error(Code::kDecode, "--live-nodes: a list of names");
+            out.insert(n.get<std::string>());
+        }
+    } else if (!doc.is_discarded() && doc.is_object() && doc.contains("items")) {
+        for (const auto& n : doc["items"]) {
+            if (n.is_object() && n.contains("metadata") && n["metadata"].contains("name") &&
+                n["metadata"]["name"].is_string()) {
+                out.insert(n["metadata"]["name"].get<std::string>());
+            } else {
+                return make_error(Code::kDecode, "--live-nodes: a Node without metadata.name");
+            }
+        }
+    } else {
+        std::istringstream lines(text);
+        for (std::string l; std::getline(lines, l);) {
+            while (!l.empty() && (l.back() == ' ' || l.back() == '\r')) l.pop_back();
+            if (!l.empty()) out.insert(l);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+int cmd_cluster_ls(const Options& o) {
+    auto setup = read_setup(o);
+    if (!setup) return cannot_read(setup.error());
+    auto cfg = cluster::etcd_config_from_json(setup->etcd);
+    if (!cfg) return cannot_read(cfg.error());
+    cluster::EtcdClient etcd(*cfg);
+    cluster::BlockStore store(etcd, cluster::etcd_prefix(setup->etcd));
+    auto in_store = store.all_blocks();
+    if (!in_store) return cannot_read(in_store.error());
+
+    // (pool, block) -> row; the store's blocks first, then this node's cache and arenas.
+    std::map<std::pair<std::string, std::string>, ClusterBlockRow> rows;
+    std::map<std::string, int> prefix_of;  // pool -> block prefix
+    for (const auto& [pool, blocks] : *in_store) {
+        for (const auto& b : blocks) {
+            auto& r = rows[{pool, b.cidr.to_string()}];
+            r.pool = pool;
+            r.block = b.cidr.to_string();
+            r.owner = b.node;
+            prefix_of[pool] = b.cidr.prefix;
+        }
+    }
+    const std::string cache_dir = setup->data_dir + "/_cluster";
+    std::string err;
+    (void)base::for_each_entry(cache_dir, [&](std::string_view name) {
+        const std::string n(name);
+        if (n.size() <= 7 || n.compare(n.size() - 7, 7, ".blocks") != 0) return;
+        const std::string pool = n.substr(0, n.size() - 7);
+        auto cached = cluster::read_block_cache(cluster::block_cache_path(cache_dir, pool));
+        if (!cached) return;
+        for (const auto& b : *cached) {
+            auto& r = rows[{pool, b.cidr.to_string()}];
+            r.pool = pool;
+            r.block = b.cidr.to_string();
+            r.cached = true;
+            prefix_of[pool] = b.cidr.prefix;
+        }
+    });
+    for (const auto& [pool, prefix] : prefix_of) {
+        for (const auto& [block, use] : local_use(*setup, pool, prefix)) {
+            // An empty arena block nobody owns or caches says nothing.
+            if (use == 0 && rows.count({pool, block}) == 0) continue;
+            auto& r = rows[{pool, block}];
+            r.pool = pool;
+            r.block = block;
+            r.local_use = use;
+        }
+    }
+    std::vector<ClusterBlockRow> out;
+    for (auto& [key, r] : rows) {
+        const bool mine = r.owner == setup->node;
+        const bool in_use_here = r.local_use && *r.local_use > 0;
+        if (mine && !r.cached) {
+            r.problem =
+                "owned in the store but not in this node's cache (a helper died after "
+                "claiming it; the next helper run adopts it)";
+        } else if (!mine && r.cached) {
+            r.problem = r.owner.empty()
+                            ? "in this node's cache but owned by no node in the store"
+                            : "in this node's cache but owned by " + r.owner + " in the store";
+        } else if (!mine && in_use_here) {
+            r.problem = "addresses in use here in a block this node does not own";
+        }
+        if (!r.problem.empty() && in_use_here && !mine) {
+            r.problem += ": the same address may be given on two nodes";
+        }
+        out.push_back(std::move(r));
+    }
+    size_t problems = 0;
+    for (const auto& r : out) problems += !r.problem.empty();
+    std::cout << (o.json ? json_text(cluster_ls_json(setup->node, out))
+                         : cluster_ls_text(setup->node, out));
+    return problems == 0 ? kExitClean : kExitViolations;
+}
+
+int cmd_cluster_gc(const Options& o) {
+    auto setup = read_setup(o);
+    if (!setup) return cannot_read(setup.error());
+    auto live = live_nodes(o.live_nodes);
+    if (!live) return cannot_read(live.error());
+    if (live->empty()) {
+        return cannot_read(
+            "--live-nodes lists no node: that would release every block of the cluster; "
+            "refusing (give the cluster's Node list)");
+    }
+    auto cfg = cluster::etcd_config_from_json(setup->etcd);
+    if (!cfg) return cannot_read(cfg.error());
+    cluster::EtcdClient etcd(*cfg);
+    cluster::BlockStore store(etcd, cluster::etcd_prefix(setup->etcd));
+    auto in_store = store.all_blocks();
+    if (!in_store) return cannot_read(in_store.error());
+    std::vector<GcBlockRow> rows;
+    for (const auto& [pool, blocks] : *in_store) {
+        for (const auto& b : blocks) {
+            if (live->count(b.node) != 0) continue;
+            GcBlockRow r{pool, b.cidr.to_string(), b.node, false};
+            if (o.apply) {
+                // At the revision read: a block claimed again meanwhile is left alone.
+                auto done = store.release(pool, b);
+                if (!done) return cannot_read(done.error());
+                r.released = *done;
+            }
+            rows.push_back(std::move(r));
+        }
+    }
+    std::cout << (o.json ? json_text(cluster_gc_json(rows, o.apply))
+                         : cluster_gc_text(rows, o.apply));
+    return !o.apply && !rows.empty() ? kExitViolations : kExitClean;
+}
+
+}  // namespace shmipam::tools
