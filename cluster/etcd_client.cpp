@@ -76,8 +76,17 @@ EtcdClient::~EtcdClient() {
     if (impl_->curl != nullptr) curl_easy_cleanup(impl_->curl);
 }
 
+namespace {
+constexpr const char* kAuthenticate = "/v3/auth/authenticate";
+}
+
 Expected<std::string> EtcdClient::call(const std::string& path, const std::string& body) {
     if (cfg_.endpoints.empty()) return make_error(Code::kInvalidConfig, "etcd: no endpoints");
+    const bool authenticating = path == kAuthenticate;
+    if (!cfg_.username.empty() && token_.empty() && !authenticating) {
+        if (auto st = authenticate(); !st) return st.error();
+    }
+    bool renewed = false;
     if (impl_->curl == nullptr)
         return make_error(Code::kInternal, "etcd: cannot initialise libcurl");
     using Clock = std::chrono::steady_clock;
@@ -138,6 +147,12 @@ Expected<std::string> EtcdClient::call(const std::string& path, const std::strin
             }
             continue;
         }
+        if (status == 401 && !cfg_.username.empty() && !authenticating && !renewed) {
+            // The token expired (etcd's simple tokens live 5 minutes by default): once more.
+            renewed = true;
+            if (auto st = authenticate(); !st) return st.error();
+            continue;
+        }
         if (status != 200) {
             why = cfg_.endpoints[e] + ": HTTP " + std::to_string(status) + ": " + out;
             if (status >= 500) continue;  // a member without a leader, or shutting down
@@ -169,6 +184,24 @@ Expected<json> parsed(const Expected<std::string>& text, ResponseHeader& header)
 }
 
 }  // namespace
+
+::shmipam::Status EtcdClient::authenticate() {
+    token_.clear();
+    auto j = parsed(
+        call(kAuthenticate, json{{"name", cfg_.username}, {"password", cfg_.password}}.dump()),
+        header_);
+    if (!j) {
+        Error e = j.error();
+        e.msg = "etcd: cannot authenticate as " + cfg_.username + ": " + e.msg;
+        return e;
+    }
+    token_ = j->value("token", "");
+    if (token_.empty()) {
+        return make_error(Code::kUnavailable, "etcd: authentication as " + cfg_.username +
+                                                  " gave no token (is auth enabled in etcd?)");
+    }
+    return Ok{};
+}
 
 Expected<std::optional<KeyValue>> EtcdClient::get(const std::string& key) {
     auto j = parsed(call("/v3/kv/range", json{{"key", base64_encode(key)}}.dump()), header_);

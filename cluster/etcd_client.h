@@ -73,7 +73,9 @@ class EtcdClient {
   private:
     struct Impl;
     Expected<std::string> call(const std::string& path, const std::string& body);
-    Expected<ResponseHeader> authenticate_if_needed();
+    // etcd's own authentication (username and password): a token, asked for before the first
+    // call and again when etcd says it expired (HTTP 401).
+    ::shmipam::Status authenticate();
 
     EtcdConfig cfg_;
     std::unique_ptr<Impl> impl_;

@@ -294,7 +294,7 @@ Status parse_pool_mode(const json& doc, const json& ipam, NetConf& nc) {
             if (!e.is_string()) return type_error("ipam.etcd.endpoints[]", "a URL string");
         }
         // Checked here, so that a mistake is the plugin's clear error, not the helper's.
-        for (const char* f : {"prefix", "caFile", "certFile", "keyFile"}) {
+        for (const char* f : {"prefix", "caFile", "certFile", "keyFile", "username", "password"}) {
             if (it->contains(f) && !(*it)[f].is_string()) {
                 return type_error(std::string("ipam.etcd.") + f, "a string");
             }

@@ -20,6 +20,7 @@ packages=(
     iputils-ping          # reachability between test namespaces
     libcurl4-openssl-dev  # the cluster store's client: etcd's v3 JSON gateway over HTTP(S) (never the plugin)
     etcd-server           # a real 3-member etcd for the cluster tests (tests/support/etcd_cluster.h)
+    etcd-client           # etcdctl: the cluster tests turn on etcd's authentication with it
     openssl               # the cluster tests' CA and certificates (etcd with client-certificate TLS)
 )
 

@@ -100,7 +100,8 @@ bool EtcdCluster::make_certificates() {
            signed_by_ca("client", "shmipam-node", "extendedKeyUsage=clientAuth\n");
 }
 
-EtcdCluster::EtcdCluster(size_t members, bool tls) : tls_(tls) {
+EtcdCluster::EtcdCluster(size_t members, bool tls, std::vector<std::string> extra)
+    : tls_(tls), extra_(std::move(extra)) {
     std::random_device rd;
     token_ = "shmipam-test-" + std::to_string(rd()) + std::to_string(::getpid());
     if (!installed()) {
@@ -169,6 +170,7 @@ bool EtcdCluster::spawn(size_t i, bool initial) {
         args.push_back("--client-cert-auth");
         args.push_back("--trusted-ca-file=" + dir_.sub("ca.crt"));
     }
+    for (const auto& a : extra_) args.push_back(a);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -20,7 +20,8 @@ class EtcdCluster {
     // did (with why_not_ready() saying why not).
     // With tls, clients speak HTTPS and must present a certificate of the test CA (made with
     // the openssl command line, into the fixture's directory).
-    explicit EtcdCluster(size_t members = 3, bool tls = false);
+    // `extra` goes to every member's command line (e.g. "--auth-token-ttl=1").
+    explicit EtcdCluster(size_t members = 3, bool tls = false, std::vector<std::string> extra = {});
     ~EtcdCluster();
     EtcdCluster(const EtcdCluster&) = delete;
     EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -58,6 +59,7 @@ class EtcdCluster {
     std::vector<Member> members_;
     std::string token_;
     bool tls_ = false;
+    std::vector<std::string> extra_;
     bool ready_ = false;
     std::string why_;
 };
