@@ -114,6 +114,19 @@ class Allocator {
     Expected<std::vector<ReleasedAttachment>> release_address(const IpAddress& address,
                                                               bool dry_run);
 
+    // Cluster mode's block release (docs/cluster.md, "Giving a block back"): runs `give_back`
+    // while no ADD can take an address of the block at `base`. Every slot of the block is held
+    // CLAIMING under this operation's lease meanwhile, and let go after (a process that dies
+    // holding them is healed like any dead claim). Not run when a slot is in use, or still
+    // cooling (then cooling_left_ms says for how long).
+    struct BlockEmptiness {
+        bool ran = false;
+        bool in_use = false;
+        uint64_t cooling_left_ms = 0;
+    };
+    Expected<BlockEmptiness> while_block_empty(const IpAddress& base,
+                                               const std::function<Status()>& give_back);
+
   private:
     struct Added {
         AddOutcome outcome;
