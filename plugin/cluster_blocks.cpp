@@ -14,6 +14,7 @@
 #include <ctime>
 
 #include "cluster/block_cache.h"
+#include "cluster/release_due.h"
 #include "engine/inspect/inspect.h"
 
 extern char** environ;
@@ -210,6 +211,59 @@ void claim_ahead(const NetConf& nc, const std::string& pool, const engine::Cidr&
         spawn_detached(helper_path(cm), req.dump(), lock);
     }
     ::close(lock);  // the lock stays with the helper, which shares the open file
+}
+
+bool still_own(const NetConf& nc, const std::string& pool,
+               const std::vector<engine::AllocatedAddress>& addresses) {
+    auto blocks = cluster::read_block_cache(cluster::block_cache_path(cluster_state_dir(nc), pool));
+    if (!blocks) return false;
+    for (const auto& a : addresses) {
+        bool in = false;
+        for (const auto& b : *blocks) {
+            in = in || (b.cidr.address.family == a.address.family && b.cidr.contains(a.address));
+        }
+        if (!in) return false;
+    }
+    return true;
+}
+
+void after_del(const NetConf& nc, const std::string& pool,
+               const std::vector<engine::IpAddress>& released, engine::NetworkStore& store) {
+    const ClusterMode& cm = *nc.pool_mode->cluster;
+    const std::string dir = cluster_state_dir(nc);
+    auto blocks = cluster::read_block_cache(cluster::block_cache_path(dir, pool));
+    if (!blocks || blocks->size() < 2) return;  // the node keeps one block per pool
+    const uint64_t now = uint64_t(std::time(nullptr));
+    for (const auto& a : released) {
+        for (const auto& b : *blocks) {
+            if (b.cidr.address.family != a.family || !b.cidr.contains(a)) continue;
+            auto in_use = engine::in_use_in_block(store, a);
+            if (in_use && *in_use == 0) {
+                // From when its addresses have cooled; the helper adds the block's minimum age.
+                cluster::write_release_due(dir, pool, b.cidr,
+                                           now + (nc.network.reuse_delay_ms + 999) / 1000);
+            }
+        }
+    }
+    for (const cluster::ReleaseDue& due : cluster::read_release_due(dir, pool)) {
+        if (due.due_unix_s > now) continue;
+        const int lock =
+            ::open((dir + "/" + pool + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lock < 0) return;
+        if (::flock(lock, LOCK_EX | LOCK_NB) == 0) {
+            json req{{"etcd", cm.etcd},
+                     {"pool", pool},
+                     {"node", nc.pool_mode->node_name},
+                     {"stateDir", dir},
+                     {"release", due.block.to_string()},
+                     {"poolState", store.dir()},
+                     {"minAgeS", cm.block_min_age_s},
+                     {"lockFd", 3}};
+            spawn_detached(helper_path(cm), req.dump(), lock);
+        }
+        ::close(lock);
+        return;  // one at a time: the next DEL starts the next
+    }
 }
 
 Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,

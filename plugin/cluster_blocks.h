@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "engine/addr/ip_address.h"
+#include "engine/ops/allocator.h"
 #include "engine/state/network_store.h"
 #include "plugin/netconf.h"
 #include "pools/ip_set.h"
@@ -20,6 +21,11 @@ std::string cluster_state_dir(const NetConf& nc);
 // `usable` narrowed to the blocks this node owns of `pool`, as its cache says.
 Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
                                      const pools::IpSet& usable);
+
+// Whether every address lies in a block the node's cache lists now (false when it cannot be
+// read): an ADD's check after it took them.
+bool still_own(const NetConf& nc, const std::string& pool,
+               const std::vector<engine::AllocatedAddress>& addresses);
 
 // Asks the cluster helper for a block of `pool` (the one holding `address`, if given); true when
 // the node has a new block (the cache was rewritten), false when none is left or the node is at
@@ -38,5 +44,12 @@ Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const eng
 // a helper found nothing to claim (the node at its cap, or the pool taken).
 void claim_ahead(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
                  const pools::IpSet& usable, const pools::IpSet& here, engine::NetworkStore& store);
+
+// Cluster mode's DEL (docs/cluster.md, "Giving a block back"): `released` are the addresses a
+// DEL just let go of in the state of `pool`. A block of the node left with no address in use is
+// marked to be given back (when the node has another block of the pool); and a marked block
+// whose time has come is handed to the helper, started detached as claim_ahead does.
+void after_del(const NetConf& nc, const std::string& pool,
+               const std::vector<engine::IpAddress>& released, engine::NetworkStore& store);
 
 }  // namespace shmipam::cni

@@ -322,6 +322,13 @@ Status parse_pool_mode(const json& doc, const json& ipam, NetConf& nc) {
             }
             cm.claim_ahead_percent = a->get<uint64_t>();
         }
+        if (auto a = ipam.find("blockMinAgeS"); a != ipam.end() && !a->is_null()) {
+            if (!a->is_number_integer() || a->get<int64_t>() < 0) {
+                return make_error(Code::kInvalidConfig,
+                                  "ipam.blockMinAgeS must be a non-negative integer (seconds)");
+            }
+            cm.block_min_age_s = a->get<uint64_t>();
+        }
         auto helper = opt_string(ipam, "clusterHelper", "ipam.");
         if (!helper) return helper.error();
         cm.helper = *helper;

@@ -30,7 +30,10 @@ struct ClusterMode {
     // under (100 - N)% of a block), an ADD starts the helper, detached, for the next block.
     // 0: only when they are full.
     uint64_t claim_ahead_percent = 75;
-    std::string helper;        // ipam.clusterHelper, else shmipam-cluster beside the plugin
+    // ipam.blockMinAgeS: a block left with no address in use is given back to the cluster once
+    // it is this old (and its addresses have cooled down); the node keeps one block per pool.
+    uint64_t block_min_age_s = 300;
+    std::string helper;  // ipam.clusterHelper, else shmipam-cluster beside the plugin
 };
 
 struct PoolMode {

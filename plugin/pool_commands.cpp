@@ -230,6 +230,20 @@ struct FamilyClaim {
                         }
                     }
                     auto added = engine::Allocator(*s.store, *s.cfg).add(req);
+                    // Cluster mode: a block given back while this ADD chose among the node's
+                    // blocks is out of the cache before its slots are let go; an address taken
+                    // in it is given back, and the ADD looks again.
+                    if (added && nc.pool_mode->cluster && !added->existing &&
+                        !still_own(nc, c.name, added->addresses)) {
+                        engine::Allocator(*s.store, *s.cfg).del(req.key);
+                        if (req.claim) (void)release_claim(s, *req.claim, req.key.ifname, true);
+                        if (round >= 8) {
+                            return make_error(Code::kTryAgainLater,
+                                              "this node's blocks of " + c.name +
+                                                  " kept being given back during the ADD");
+                        }
+                        continue;
+                    }
                     if (added) {
                         if (nc.pool_mode->cluster && !added->existing) {
                             claim_ahead(nc, c.name, object.subnet, usable, here, *s.store);
@@ -360,7 +374,18 @@ Invocation pool_release(const CniEnv& env, const NetConf& nc, const std::string&
         engine::Allocator alloc(*s.store, *s.cfg);
         Status done = Ok{};
         if (env.command == Command::kDel) {
+            // Cluster mode: what the DEL lets go of, to see whether its block is left empty.
+            std::vector<IpAddress> released;
+            if (nc.pool_mode->cluster) {
+                auto held = alloc.addresses_of(key);
+                for (const auto& a : held ? *held : std::vector<engine::AllocatedAddress>{}) {
+                    released.push_back(a.address);
+                }
+            }
             done = alloc.del(key);
+            if (done && nc.pool_mode->cluster) {
+                after_del(nc, object_name_of_state(s.name), released, *s.store);
+            }
         } else {
             auto gc = alloc.gc(*nc.valid_attachments, network_tag(nc.network.name));
             if (!gc) done = gc.error();

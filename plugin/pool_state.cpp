@@ -65,6 +65,13 @@ std::string state_name(const pools::Candidate& c) {
     return (c.pool != nullptr ? kPoolPrefix : kSubnetPrefix) + c.name;
 }
 
+std::string object_name_of_state(const std::string& state) {
+    for (const std::string_view prefix : {kPoolPrefix, kSubnetPrefix}) {
+        if (state.starts_with(prefix)) return state.substr(prefix.size());
+    }
+    return state;
+}
+
 std::vector<std::string> pool_states(const NetConf& nc, const std::vector<std::string>& likely) {
     std::vector<std::string> out;
     const std::string dir = nc.network.data_dir + kPoolsDir;

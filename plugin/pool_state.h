@@ -15,6 +15,8 @@ namespace shmipam::cni {
 // The state directory name of a candidate: "ippool_<name>" or "subnet_<name>" (Kubernetes
 // names have no '_', so the two never meet).
 std::string state_name(const pools::Candidate& c);
+// The pool or subnet name of a state directory name (what state_name made it from).
+std::string object_name_of_state(const std::string& state);
 
 // Every pool state this node has (the journal directories under <dataDir>/_pools), by name.
 // `likely`: the states the caller expects (an ADD's candidates). When those of them that exist

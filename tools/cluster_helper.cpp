@@ -10,7 +10,9 @@
 //   "usable": ["<first>-<last>", ...] (optional: blocks with none of these are not claimed),
 //   "seen": ["<block CIDR>", ...] (optional: the node's blocks the caller knew of),
 //   "ahead": bool (optional: claiming ahead of need, started detached by an ADD),
-//   "lockFd": N (optional: the pool's lock is already held on this descriptor, handed over)}
+//   "lockFd": N (optional: the pool's lock is already held on this descriptor, handed over),
+//   "release": "<block CIDR>", "poolState": "<arena dir>", "minAgeS": N (instead of a claim:
+//   give that block back if it is empty; tools/cluster_release.h)}
 // stdout: {"claimed": "<block CIDR>" or null, "atCap": bool, "blocks": ["<CIDR>", ...]}; exit 0.
 // Errors: {"code": N, "msg": "..."}, exit 1 (the plugin passes them on).
 #include <fcntl.h>
@@ -32,6 +34,7 @@
 #include "cluster/cluster_identity.h"
 #include "cluster/etcd_config.h"
 #include "pools/ip_set.h"
+#include "tools/cluster_release.h"
 
 using nlohmann::json;
 using namespace shmipam;
@@ -67,11 +70,18 @@ int run(const json& in) {
     const std::string pool = in.value("pool", "");
     const std::string node = in.value("node", "");
     const std::string state_dir = in.value("stateDir", "");
-    auto pool_cidr = engine::Cidr::parse(in.value("cidr", ""));
-    const int block_prefix = in.value("blockPrefix", 0);
-    if (pool.empty() || node.empty() || state_dir.empty() || !pool_cidr || block_prefix <= 0) {
+    if (pool.empty() || node.empty() || state_dir.empty()) {
+        return fail(
+            make_error(Code::kInvalidConfig, "the cluster helper needs pool, node, stateDir"));
+    }
+    const bool releasing = in.contains("release");
+    auto pool_cidr = engine::Cidr::parse(in.value("cidr", releasing ? "0.0.0.0/0" : ""));
+    const int block_prefix = in.value("blockPrefix", releasing ? 32 : 0);
+    auto release = engine::Cidr::parse(in.value("release", ""));
+    if (!pool_cidr || block_prefix <= 0 || (releasing && !release)) {
         return fail(make_error(Code::kInvalidConfig,
-                               "the cluster helper needs pool, cidr, blockPrefix, node, stateDir"));
+                               "the cluster helper needs cidr and blockPrefix to claim, and a "
+                               "block CIDR to release"));
     }
     pools::IpSet usable(pool_cidr->address.family);
     if (auto u = in.find("usable"); u != in.end() && u->is_array()) {
@@ -94,6 +104,14 @@ int run(const json& in) {
     if (!owned) return fail(owned.error());
     if (auto st = cluster::check_cluster_id(state_dir, etcd.last_header().cluster_id); !st) {
         return fail(st.error());
+    }
+    if (releasing) {
+        cluster_helper::ReleaseRequest r{
+            pool, node, state_dir, *release, in.value("poolState", ""), in.value("minAgeS", 300u)};
+        auto out = cluster_helper::release_block(r, store, *owned);
+        if (!out) return fail(out.error());
+        std::cout << out->dump() << "\n";
+        return 0;
     }
     if (auto st = store.check_geometry(pool, *pool_cidr, block_prefix); !st) {
         return fail(st.error());

@@ -72,6 +72,10 @@ Expected<NetworkDump> dump(NetworkStore& store);
 // count none.
 Expected<uint64_t> hinted_taken(NetworkStore& store, const IpAddress& first, const IpAddress& last);
 
+// How many slots of the block holding `a` are in use (neither free nor cooling), from the slots'
+// states: 0 when the block has no file. Cluster mode's DEL asks it of the block it released in.
+Expected<uint64_t> in_use_in_block(NetworkStore& store, const IpAddress& a);
+
 struct Violation {
     std::string kind;    // stable identifier, e.g. "duplicate-address"
     std::string detail;  // human sentence naming the address / entry / lease

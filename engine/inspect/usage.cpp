@@ -1,7 +1,9 @@
 #include <bit>
 
 #include "engine/inspect/inspect.h"
+#include "engine/slots/slot_ops.h"
 #include "shm/atomic_word.h"
+#include "shm/codec.h"
 
 namespace shmipam::engine {
 
@@ -33,6 +35,18 @@ Expected<uint64_t> hinted_taken(NetworkStore& store, const IpAddress& first,
         a = seg_last + 1;
     }
     return taken;
+}
+
+Expected<uint64_t> in_use_in_block(NetworkStore& store, const IpAddress& a) {
+    auto block = store.block_for(a, /*create=*/false);
+    if (!block) return block.error();
+    if (*block == nullptr) return uint64_t{0};
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < (*block)->slot_count(); ++i) {
+        const auto state = shm::SlotWord::decode(slot_ops::load_state(**block, i)).state;
+        n += state != format::SlotState::kFree && state != format::SlotState::kCooling;
+    }
+    return n;
 }
 
 }  // namespace shmipam::engine

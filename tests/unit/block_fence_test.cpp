@@ -28,6 +28,24 @@ class BlockFence : public ::testing::Test {
         alloc = std::make_unique<Allocator>(*store, cfg);
     }
     static IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+    // A process holding the block 10.80.0.16/28 is SIGKILLed between the hold and the store's
+    // delete.
+    void killed_holding_the_block() {
+        const pid_t child = ::fork();
+        if (child == 0) {
+            auto s = engine::open_network(cfg, shm::current_process());
+            if (!s) ::_exit(2);
+            Allocator a(**s, cfg);
+            (void)a.while_block_empty(ip("10.80.0.16"), []() -> Status {
+                ::raise(SIGKILL);
+                return Ok{};
+            });
+            ::_exit(3);
+        }
+        int status = 0;
+        ASSERT_EQ(::waitpid(child, &status, 0), child);
+        ASSERT_TRUE(WIFSIGNALED(status)) << status;
+    }
     size_t slots_in(const std::string& block, const std::string& state) {
         size_t n = 0;
         auto d = dump(*store);
@@ -91,20 +109,7 @@ TEST_F(BlockFence, ACoolingAddressKeepsTheBlockUntilItsCoolDownEnds) {
 }
 
 TEST_F(BlockFence, AProcessKilledHoldingTheBlockLeavesNothingStuck) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-        auto s = engine::open_network(cfg, shm::current_process());
-        if (!s) ::_exit(2);
-        Allocator a(**s, cfg);
-        (void)a.while_block_empty(ip("10.80.0.16"), []() -> Status {
-            ::raise(SIGKILL);  // between the fence and the store's delete
-            return Ok{};
-        });
-        ::_exit(3);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFSIGNALED(status)) << status;
+    killed_holding_the_block();
     EXPECT_EQ(slots_in("10.80.0.16/28", "claiming"), 16u) << "the dead process's hold";
     // The next release heals the dead hold and holds the block itself; ADDs get its addresses.
     auto r = alloc->while_block_empty(ip("10.80.0.16"), [] { return Status{Ok{}}; });
@@ -119,20 +124,7 @@ TEST_F(BlockFence, AProcessKilledHoldingTheBlockLeavesNothingStuck) {
 }
 
 TEST_F(BlockFence, AnAddAfterAKilledHoldGetsTheBlocksAddressesWithoutARelease) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-        auto s = engine::open_network(cfg, shm::current_process());
-        if (!s) ::_exit(2);
-        Allocator a(**s, cfg);
-        (void)a.while_block_empty(ip("10.80.0.16"), []() -> Status {
-            ::raise(SIGKILL);
-            return Ok{};
-        });
-        ::_exit(3);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFSIGNALED(status));
+    killed_holding_the_block();
     // A network whose only room is that block: the ADDs heal the dead hold as they meet it.
     NetworkConfig narrow = cfg;
     narrow.range_sets = {testing::range_set({{"10.80.0.0/24", "10.80.0.16", "10.80.0.31", ""}})};

@@ -198,6 +198,16 @@ TEST(NetConfCluster, EtcdWithPoolsDirIsClusterModeWithCalicosBlockSizes) {
     EXPECT_EQ(nc->pool_mode->cluster->claim_ahead_percent, 75u);
     j["ipam"]["claimAheadPercent"] = 0;
     EXPECT_EQ(parse_netconf(j, {})->pool_mode->cluster->claim_ahead_percent, 0u);
+    EXPECT_EQ(nc->pool_mode->cluster->block_min_age_s, 300u);
+    j["ipam"]["blockMinAgeS"] = 0;
+    EXPECT_EQ(parse_netconf(j, {})->pool_mode->cluster->block_min_age_s, 0u);
+    for (json bad : {json(-5), json("300")}) {
+        j["ipam"]["blockMinAgeS"] = bad;
+        auto r = parse_netconf(j, {});
+        ASSERT_FALSE(r) << bad;
+        EXPECT_NE(r.error().msg.find("blockMinAgeS"), std::string::npos) << r.error().msg;
+    }
+    j["ipam"].erase("blockMinAgeS");
     for (json bad : {json(100), json(-1), json("75")}) {
         j["ipam"]["claimAheadPercent"] = bad;
         auto r = parse_netconf(j, {});

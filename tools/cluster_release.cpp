@@ -1,0 +1,86 @@
+#include "tools/cluster_release.h"
+
+#include <ctime>
+
+#include "cluster/block_cache.h"
+#include "cluster/release_due.h"
+#include "engine/ops/allocator.h"
+
+namespace shmipam::cluster_helper {
+
+using nlohmann::json;
+
+namespace {
+
+// Retried this long after a failure (etcd down, the arena not readable): the next DEL after it.
+constexpr uint64_t kRetryAfterS = 30;
+
+json kept(const std::string& why) {
+    return {{"released", nullptr}, {"why", why}};
+}
+
+}  // namespace
+
+Expected<json> release_block(const ReleaseRequest& r, cluster::BlockStore& store,
+                             const std::vector<cluster::Block>& owned) {
+    const uint64_t now = uint64_t(std::time(nullptr));
+    const auto forget = [&](const std::string& why) {
+        cluster::remove_release_due(r.state_dir, r.pool, r.block);
+        return kept(why);
+    };
+    const cluster::Block* block = nullptr;
+    std::vector<cluster::OwnedBlock> mine;
+    for (const cluster::Block& b : owned) {
+        if (b.node != r.node) continue;
+        if (b.cidr.to_string() == r.block.to_string()) {
+            block = &b;
+        } else {
+            mine.push_back({b.cidr, b.mod_revision});
+        }
+    }
+    if (block == nullptr) return forget("not this node's block in the store");
+    if (mine.empty()) return forget("the node's last block of the pool is kept");
+    if (now < block->claimed_unix_s + r.min_age_s) {
+        cluster::write_release_due(r.state_dir, r.pool, r.block,
+                                   block->claimed_unix_s + r.min_age_s);
+        return kept("younger than blockMinAgeS");
+    }
+    auto arena = engine::NetworkStore::open_existing(r.pool_state, shm::Access::kReadWrite);
+    if (!arena) return forget("no arena of the pool on this node: " + arena.error().msg);
+    (*arena)->act_as_invocation();
+    engine::NetworkConfig cfg;
+    cfg.reuse_delay_ms = (*arena)->reuse_delay_ms();
+    engine::Allocator alloc(**arena, cfg);
+    const std::string cache = cluster::block_cache_path(r.state_dir, r.pool);
+    bool deleted = false;
+    auto held = alloc.while_block_empty(r.block.network(), [&]() -> Status {
+        // First out of the cache (ADDs stop choosing it; an ADD that chose it before and takes
+        // an address once the block is let go finds it gone from the cache, and gives the
+        // address back), then out of the store. A crash between the two leaves a block the
+        // store gives the node and its cache lacks: the next helper adopts it.
+        if (auto st = cluster::write_block_cache(cache, mine); !st) return st;
+        auto done = store.release(r.pool, *block);
+        if (!done) {
+            mine.push_back({block->cidr, block->mod_revision});
+            (void)cluster::write_block_cache(cache, mine);
+            return done.error();
+        }
+        deleted = *done;
+        return Ok{};
+    });
+    if (!held) {
+        cluster::write_release_due(r.state_dir, r.pool, r.block, now + kRetryAfterS);
+        return held.error();
+    }
+    if (held->in_use) return forget("an address of it is in use again");
+    if (held->cooling_left_ms != 0) {
+        cluster::write_release_due(r.state_dir, r.pool, r.block,
+                                   now + (held->cooling_left_ms + 999) / 1000);
+        return kept("an address of it is still cooling");
+    }
+    if (!deleted) return forget("the block changed in the store since it was read");
+    cluster::remove_release_due(r.state_dir, r.pool, r.block);
+    return json{{"released", r.block.to_string()}, {"why", "empty"}};
+}
+
+}  // namespace shmipam::cluster_helper
