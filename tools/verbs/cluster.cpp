@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -181,7 +182,19 @@ int cmd_cluster_ls(const Options& o) {
         }
     }
     std::vector<ClusterBlockRow> out;
-    for (auto& [key, r] : rows) {
+    std::vector<std::pair<std::string, ClusterBlockRow*>> ordered;
+    for (auto& [key, r] : rows) ordered.emplace_back(key.first, &r);
+    // By pool, then by address (10.0.0.64 before 10.0.0.128).
+    const auto value = [](const ClusterBlockRow* r) {
+        auto c = engine::Cidr::parse(r->block);
+        return c ? std::pair{int(c->address.family), c->address.value}
+                 : std::pair{0, engine::u128{0}};
+    };
+    std::sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : value(a.second) < value(b.second);
+    });
+    for (auto& [pool, row] : ordered) {
+        ClusterBlockRow& r = *row;
         const bool mine = r.owner == setup->node;
         const bool in_use_here = r.local_use && *r.local_use > 0;
         if (mine && !r.cached) {
