@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <set>
 
 #include "cluster/block_cache.h"
 #include "cluster/release_due.h"
@@ -36,7 +37,17 @@ std::string helper_path(const ClusterMode& cm) {
 }
 
 // Runs the helper with `input` on its stdin; its stdout, or why it could not run.
-Expected<std::string> run_helper(const std::string& path, const std::string& input) {
+// mkdir -p (errors show up when the directory is used).
+void make_dirs(const std::string& dir) {
+    for (size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
+        ::mkdir(dir.substr(0, at).c_str(), 0755);
+        if (at == std::string::npos) return;
+    }
+}
+
+// `lock_fd` (>= 0): the pool's helper lock, held, handed to the helper as its fd 3.
+Expected<std::string> run_helper(const std::string& path, const std::string& input,
+                                 int lock_fd = -1) {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0)
         return make_error(Code::kIo, "pipe: " + std::string(std::strerror(errno)));
@@ -49,6 +60,7 @@ Expected<std::string> run_helper(const std::string& path, const std::string& inp
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    if (lock_fd >= 0) posix_spawn_file_actions_adddup2(&fa, lock_fd, 3);
     char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
     pid_t pid = -1;
     const int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv, environ);
@@ -270,8 +282,46 @@ Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const eng
                            const pools::IpSet& usable,
                            const std::optional<engine::IpAddress>& address, std::string* why) {
     const ClusterMode& cm = *nc.pool_mode->cluster;
-    const json req = helper_request(nc, pool, cidr, usable, address);
-    auto out = run_helper(helper_path(cm), req.dump());
+    json req = helper_request(nc, pool, cidr, usable, address);
+    // Helpers of a node and pool take turns. Wait for the turn here, not in a helper exec'd
+    // for nothing: when twenty ADDs find the node's blocks full at once, the first one's helper
+    // claims a block, and the nineteen after it see the block in the cache and exec nothing
+    // (or, when it found etcd unreachable meanwhile, answer that at once).
+    const std::string dir = cluster_state_dir(nc);
+    timespec started{};
+    ::clock_gettime(CLOCK_REALTIME, &started);
+    make_dirs(dir);  // the first claim of a node: no _cluster directory yet
+    const int lock =
+        ::open((dir + "/" + pool + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+        const int e = errno;
+        if (lock >= 0) ::close(lock);
+        return make_error(Code::kIo,
+                          "cannot lock " + dir + "/" + pool + ".lock: " + std::strerror(e));
+    }
+    struct stat marker {};
+    if (::stat((dir + "/" + pool + ".unavailable").c_str(), &marker) == 0 &&
+        (marker.st_mtim.tv_sec > started.tv_sec ||
+         (marker.st_mtim.tv_sec == started.tv_sec && marker.st_mtim.tv_nsec >= started.tv_nsec))) {
+        ::close(lock);
+        return make_error(Code::kUnavailable,
+                          "etcd unavailable (found by another ADD's cluster helper on this node "
+                          "while this one waited; see its error for the endpoints)");
+    }
+    if (!address) {
+        std::set<std::string> seen;
+        for (const auto& b : req["seen"]) seen.insert(b.get<std::string>());
+        auto now = cluster::read_block_cache(cluster::block_cache_path(dir, pool));
+        for (const auto& b : now ? *now : std::vector<cluster::OwnedBlock>{}) {
+            if (seen.count(b.cidr.to_string()) == 0) {
+                ::close(lock);
+                return true;  // another ADD's helper claimed it while this one waited
+            }
+        }
+    }
+    req["lockFd"] = 3;
+    auto out = run_helper(helper_path(cm), req.dump(), lock);
+    ::close(lock);
     if (!out) return out.error();
     const json ans = json::parse(*out, nullptr, false);
     if (ans.is_discarded() || !ans.is_object()) {

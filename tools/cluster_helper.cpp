@@ -22,7 +22,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -59,9 +61,34 @@ void touch(const std::string& path) {
     ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // an existing file's time too
 }
 
+// <stateDir>/<pool>.unavailable once this helper knows the pool's state directory: written
+// when the store could not be reached, read by the helpers that waited for the lock meanwhile.
+std::string unavailable_marker;
+
 int fail(const Error& e) {
+    if (e.code == Code::kUnavailable && !unavailable_marker.empty()) {
+        std::ofstream(unavailable_marker) << e.msg << "\n";
+    }
     std::cout << json{{"code", int(e.code)}, {"msg", e.msg}, {"details", e.details}}.dump() << "\n";
     return 1;
+}
+
+// A helper that waited for the lock while the one holding it found etcd unreachable fails at
+// once with that answer: ADDs that pile up on a node when etcd has no quorum each wait at most
+// for the holder's budget and not for every earlier one's as well.
+std::optional<Error> found_unavailable_meanwhile(const std::string& marker,
+                                                 const timespec& started) {
+    struct stat st {};
+    if (::stat(marker.c_str(), &st) != 0) return std::nullopt;
+    if (st.st_mtim.tv_sec < started.tv_sec ||
+        (st.st_mtim.tv_sec == started.tv_sec && st.st_mtim.tv_nsec < started.tv_nsec)) {
+        return std::nullopt;
+    }
+    std::ifstream f(marker);
+    std::string why;
+    std::getline(f, why);
+    return make_error(Code::kUnavailable,
+                      why + " (found by another helper of this node while this one waited)");
 }
 
 int run(const json& in) {
@@ -94,9 +121,14 @@ int run(const json& in) {
     // could otherwise write it in the wrong order and lose a block.
     // An ADD claiming ahead hands over the lock it took (so no second helper starts meanwhile).
     const int lock_fd = in.value("lockFd", -1);
+    timespec started{};
+    ::clock_gettime(CLOCK_REALTIME, &started);
     if (lock_fd < 0 || ::fcntl(lock_fd, F_GETFD) < 0) {
         if (auto st = lock_pool(state_dir, pool); !st) return fail(st.error());
     }
+    const std::string marker = state_dir + "/" + pool + ".unavailable";
+    if (auto e = found_unavailable_meanwhile(marker, started)) return fail(*e);
+    unavailable_marker = marker;
     cluster::EtcdClient etcd(*cfg);
     cluster::BlockStore store(etcd, cluster::etcd_prefix(in.value("etcd", json::object())));
     // Which cluster answers, before anything is claimed in it.

@@ -15,72 +15,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "cluster/block_store.h"
-#include "tests/support/etcd_cluster.h"
-#include "tests/support/plugin_runner.h"
-#include "tests/support/temp_dir.h"
+#include "tests/cluster/simulated_nodes.h"
 
 namespace shmipam::testing {
 namespace {
 
-using nlohmann::json;
-
-class ClusterMode : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        SHMIPAM_REQUIRE_ETCD();
-        etcd = std::make_unique<EtcdCluster>(3);
-        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
-        ::mkdir(dir.sub("pools").c_str(), 0755);
-        write_file(dir.sub("pools") + "/pool.yaml",
-                   "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
-                   "metadata: {name: shared}\nspec: {subnet: 10.77.0.0/24, ips: "
-                   "[\"10.77.0.0-10.77.0.255\"], default: true}\n");
-    }
-    json config(int node) const {
-        const std::string n = "node-" + std::to_string(node);
-        return {{"cniVersion", "1.1.0"},
-                {"name", "net"},
-                {"type", "bridge"},
-                {"ipam",
-                 {{"type", "shmipam"},
-                  {"runDir", dir.sub(n + "/run")},
-                  {"dataDir", dir.sub(n + "/data")},
-                  {"poolsDir", dir.sub("pools")},
-                  {"nodeName", n},
-                  {"reuseDelay", 0},
-                  {"blockSize", 28},
-                  {"clusterHelper", SHMIPAM_CLUSTER_HELPER_PATH},
-                  {"etcd", {{"endpoints", etcd->client_urls()}, {"budgetMs", 3000}}}}}};
-    }
-    // A node's config as a file, for shmipamctl cluster --config.
-    std::string config_file(int node) const {
-        const std::string path = dir.sub("node-" + std::to_string(node) + ".conf");
-        json c = config(node);
-        c["ipam"]["claimAheadPercent"] = 0;
-        write_file(path, c.dump());
-        return path;
-    }
-    void add_pods(int node, int pods) {
-        json c = config(node);
-        c["ipam"]["claimAheadPercent"] = 0;
-        for (int p = 0; p < pods; ++p) {
-            auto r = run_plugin(
-                cni_env("ADD", "n" + std::to_string(node) + "-p" + std::to_string(p)), c.dump());
-            ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-        }
-    }
-    std::vector<cluster::Block> store_blocks() const {
-        cluster::EtcdConfig cfg;
-        cfg.endpoints = etcd->client_urls();
-        cluster::EtcdClient client(cfg);
-        auto b = cluster::BlockStore(client, "/shmipam").blocks("shared");
-        EXPECT_TRUE(b) << b.error().msg;
-        return b ? *b : std::vector<cluster::Block>{};
-    }
-    TempDir dir;
-    std::unique_ptr<EtcdCluster> etcd;
-};
+class ClusterMode : public SimulatedNodes {};
 
 TEST_F(ClusterMode, ConcurrentAddsOnThreeNodesNeverShareAnAddress) {
     constexpr int kNodes = 3, kPods = 20;
@@ -142,11 +82,6 @@ TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsCle
         ++added;
     }
     EXPECT_EQ(added, 16) << "the node's one block, whole: steady state makes no etcd call";
-}
-
-size_t cached_blocks(const std::string& cache_path) {
-    const std::string text = read_file(cache_path);
-    return size_t(std::count(text.begin(), text.end(), '\n'));
 }
 
 // Claiming ahead of need: once the node's one /28 has 4 free addresses left (75% full), an ADD
@@ -292,30 +227,6 @@ TEST_F(ClusterMode, ClusterGcReleasesOnlyTheBlocksOfNodesThatNoLongerExist) {
     EXPECT_EQ(empty.exit_code, 2);
     EXPECT_NE(empty.err.find("refusing"), std::string::npos) << empty.err;
     EXPECT_EQ(store_blocks().size(), 1u);
-}
-
-// Giving blocks back (docs/cluster.md, "Giving a block back"). Addresses here: a /24 of /28
-// blocks, so an address's block is its last octet / 16.
-std::string block_of(const std::string& address) {
-    const std::string ip = address.substr(0, address.find('/'));
-    const int last = std::stoi(ip.substr(ip.rfind('.') + 1));
-    return "10.77.0." + std::to_string(last / 16 * 16) + "/28";
-}
-
-size_t blocks_of(const std::vector<cluster::Block>& blocks, const std::string& node) {
-    size_t n = 0;
-    for (const auto& b : blocks) n += b.node == node;
-    return n;
-}
-
-// Polls the store (up to 5 s) until `node` owns `want` blocks.
-bool wait_for_blocks(const std::function<std::vector<cluster::Block>()>& read,
-                     const std::string& node, size_t want) {
-    for (int i = 0; i < 100; ++i) {
-        if (blocks_of(read(), node) == want) return true;
-        ::usleep(50 * 1000);
-    }
-    return false;
 }
 
 TEST_F(ClusterMode, AnEmptiedBlockIsGivenBackAfterItsMinimumAgeAndTheNodeKeepsOne) {
