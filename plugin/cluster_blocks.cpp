@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <set>
@@ -223,6 +224,27 @@ void claim_ahead(const NetConf& nc, const std::string& pool, const engine::Cidr&
         spawn_detached(helper_path(cm), req.dump(), lock);
     }
     ::close(lock);  // the lock stays with the helper, which shares the open file
+}
+
+void reconcile_after_boot(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                          const pools::IpSet& usable) {
+    const std::string marker_dir = nc.network.run_dir + "/_cluster";
+    const std::string marker = marker_dir + "/" + pool + ".reconciled";
+    struct stat st {};
+    if (::stat(marker.c_str(), &st) == 0) return;
+    json req = helper_request(nc, pool, cidr, usable, std::nullopt);
+    req["refresh"] = true;
+    auto out = run_helper(helper_path(*nc.pool_mode->cluster), req.dump());
+    const json ans = out ? json::parse(*out, nullptr, false) : json();
+    if (!ans.is_object() || ans.contains("code")) {
+        // Not reconciled (etcd unreachable, say): the cache serves as it is, and this boot's
+        // next helper run (a claim, a release) rewrites it from the store anyway.
+        std::fprintf(stderr, "shmipam: the node's blocks of %s not checked against etcd: %s\n",
+                     pool.c_str(), out ? out->c_str() : out.error().msg.c_str());
+    }
+    make_dirs(marker_dir);
+    const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) ::close(fd);
 }
 
 bool still_own(const NetConf& nc, const std::string& pool,

@@ -22,6 +22,14 @@ std::string cluster_state_dir(const NetConf& nc);
 Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
                                      const pools::IpSet& usable);
 
+// A node's first ADD of `pool` since it booted (no <runDir>/_cluster/<pool>.reconciled, which
+// lives on tmpfs): the helper brings the cache in line with the store, adopting blocks the store
+// gives the node (a helper that died after its claim) and dropping blocks the store gives to
+// another node or none (taken by a gc while the node was down), so they are never allocated
+// from again. When etcd cannot be reached the cache is used as it is (docs/cluster.md).
+void reconcile_after_boot(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                          const pools::IpSet& usable);
+
 // Whether every address lies in a block the node's cache lists now (false when it cannot be
 // read): an ADD's check after it took them.
 bool still_own(const NetConf& nc, const std::string& pool,

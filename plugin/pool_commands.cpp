@@ -209,6 +209,7 @@ struct FamilyClaim {
             const std::string state = state_name(c);
             // Cluster mode: only this node's blocks of the pool, and another block claimed (by
             // the cluster helper) when they have no room (docs/cluster.md).
+            if (nc.pool_mode->cluster) reconcile_after_boot(nc, c.name, object.subnet, usable);
             for (int round = 0;; ++round) {
                 pools::IpSet here = usable;
                 if (nc.pool_mode->cluster) {

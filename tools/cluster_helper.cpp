@@ -12,7 +12,8 @@
 //   "ahead": bool (optional: claiming ahead of need, started detached by an ADD),
 //   "lockFd": N (optional: the pool's lock is already held on this descriptor, handed over),
 //   "release": "<block CIDR>", "poolState": "<arena dir>", "minAgeS": N (instead of a claim:
-//   give that block back if it is empty; tools/cluster_release.h)}
+//   give that block back if it is empty; tools/cluster_release.h),
+//   "refresh": true (instead of a claim: only rewrite the cache from the store)}
 // stdout: {"claimed": "<block CIDR>" or null, "atCap": bool, "blocks": ["<CIDR>", ...]}; exit 0.
 // Errors: {"code": N, "msg": "..."}, exit 1 (the plugin passes them on).
 #include <fcntl.h>
@@ -168,7 +169,10 @@ int run(const json& in) {
             unseen = b.cidr.to_string();
         }
     }
-    if (unseen && !in.contains("address")) {
+    if (in.value("refresh", false)) {
+        // Only the cache brought in line with the store (below): a node's first ADD of the
+        // pool since it booted.
+    } else if (unseen && !in.contains("address")) {
         out["claimed"] = *unseen;
     } else if (in.contains("address")) {
         auto a = engine::IpAddress::parse(in.value("address", ""));

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -227,6 +228,47 @@ TEST_F(ClusterMode, ClusterGcReleasesOnlyTheBlocksOfNodesThatNoLongerExist) {
     EXPECT_EQ(empty.exit_code, 2);
     EXPECT_NE(empty.err.find("refusing"), std::string::npos) << empty.err;
     EXPECT_EQ(store_blocks().size(), 1u);
+}
+
+// After a reboot (the run directory is tmpfs: gone), the node's first ADD of the pool brings its
+// cache in line with the store: a block the store gives it that the cache lacks (a helper died
+// after its claim) is adopted, and a block the store gave to another node while it was down is
+// never allocated from again.
+TEST_F(ClusterMode, AfterARebootANodeAdoptsBlocksTheStoreGivesItAndNeverUsesOnesItLost) {
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 0;
+    const std::string cfg = c.dump();
+    auto first = run_plugin(cni_env("ADD", "p0"), cfg);
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    const std::string lost = block_of(first.json()["ips"][0]["address"]);
+    ASSERT_EQ(run_plugin(cni_env("DEL", "p0"), cfg).exit_code, 0);
+    // While the node is down: its block is given to node-9, and another block is recorded as
+    // node-0's without node-0's cache knowing it.
+    cluster::EtcdConfig ec;
+    ec.endpoints = etcd->client_urls();
+    cluster::EtcdClient client(ec);
+    cluster::BlockStore store(client, "/shmipam");
+    for (const auto& b : store_blocks()) ASSERT_TRUE(*store.release("shared", b));
+    auto moved =
+        store.claim_holding("shared", *engine::Cidr::parse("10.77.0.0/24"), 28,
+                            *engine::IpAddress::parse(lost.substr(0, lost.find('/'))), "node-9");
+    ASSERT_TRUE(moved) << moved.error().msg;
+    const std::string adopted = lost == "10.77.0.160/28" ? "10.77.0.176/28" : "10.77.0.160/28";
+    auto orphan = store.claim_holding(
+        "shared", *engine::Cidr::parse("10.77.0.0/24"), 28,
+        *engine::IpAddress::parse(adopted.substr(0, adopted.find('/'))), "node-0");
+    ASSERT_TRUE(orphan) << orphan.error().msg;
+    std::filesystem::remove_all(dir.sub("node-0/run"));  // the reboot
+    for (int p = 1; p <= 3; ++p) {
+        auto r = run_plugin(cni_env("ADD", "p" + std::to_string(p)), cfg);
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        EXPECT_EQ(block_of(r.json()["ips"][0]["address"]), adopted) << r.out;
+    }
+    const std::string cache = read_file(dir.sub("node-0/data/_cluster") + "/shared.blocks");
+    EXPECT_NE(cache.find(adopted), std::string::npos) << cache;
+    EXPECT_EQ(cache.find(lost), std::string::npos) << cache;
+    auto ls = run_ctl({"cluster", "ls", "--config", config_file(0)});
+    EXPECT_EQ(ls.exit_code, 0) << ls.out;
 }
 
 TEST_F(ClusterMode, AnEmptiedBlockIsGivenBackAfterItsMinimumAgeAndTheNodeKeepsOne) {
