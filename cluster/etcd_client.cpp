@@ -82,6 +82,22 @@ constexpr const char* kAuthenticate = "/v3/auth/authenticate";
 
 Expected<std::string> EtcdClient::call(const std::string& path, const std::string& body) {
     if (cfg_.endpoints.empty()) return make_error(Code::kInvalidConfig, "etcd: no endpoints");
+    using Clock = std::chrono::steady_clock;
+    // One budget for the call, the authentication it needs included (a nested call for the
+    // token shares the outer call's deadline).
+    const bool outer = !in_call_;
+    if (outer) {
+        deadline_ = Clock::now() + std::chrono::milliseconds(cfg_.budget_ms);
+        in_call_ = true;
+    }
+    struct EndOfCall {
+        bool outer;
+        bool& in_call;
+        ~EndOfCall() {
+            if (outer) in_call = false;
+        }
+    } end_of_call{outer, in_call_};
+    const auto deadline = deadline_;
     const bool authenticating = path == kAuthenticate;
     if (!cfg_.username.empty() && token_.empty() && !authenticating) {
         if (auto st = authenticate(); !st) return st.error();
@@ -89,8 +105,6 @@ Expected<std::string> EtcdClient::call(const std::string& path, const std::strin
     bool renewed = false;
     if (impl_->curl == nullptr)
         return make_error(Code::kInternal, "etcd: cannot initialise libcurl");
-    using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + std::chrono::milliseconds(cfg_.budget_ms);
     std::string why;
     size_t tls_failures = 0;
     for (size_t attempt = 0; Clock::now() < deadline; ++attempt) {

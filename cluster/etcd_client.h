@@ -7,6 +7,7 @@
 // election, sets how long a call can stall.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -81,6 +82,8 @@ class EtcdClient {
     std::unique_ptr<Impl> impl_;
     ResponseHeader header_;
     std::string token_;
+    std::chrono::steady_clock::time_point deadline_{};  // of the call in progress
+    bool in_call_ = false;
     size_t preferred_ = 0;  // the endpoint that answered last
 };
 

@@ -27,6 +27,10 @@ using nlohmann::json;
 
 namespace {
 
+// How far ahead of the clock a marker's time may be and still count (a clock stepped back by
+// more makes it stale, not binding).
+constexpr time_t kClockSlackS = 5;
+
 // shmipam-cluster beside the running plugin, unless the config names one.
 std::string helper_path(const ClusterMode& cm) {
     if (!cm.helper.empty()) return cm.helper;
@@ -210,7 +214,8 @@ void claim_ahead(const NetConf& nc, const std::string& pool, const engine::Cidr&
     // A helper found nothing to claim a short while ago: asking again each ADD would only cost.
     struct stat none {};
     if (::stat((dir + "/" + pool + ".ahead-none").c_str(), &none) == 0 &&
-        none.st_mtime + 60 > std::time(nullptr)) {
+        none.st_mtime + 60 > std::time(nullptr) &&
+        none.st_mtime <= std::time(nullptr) + kClockSlackS) {
         return;
     }
     // Held now, or not at all: another helper of the pool is at work, and its block will do.
@@ -232,15 +237,24 @@ void reconcile_after_boot(const NetConf& nc, const std::string& pool, const engi
     const std::string marker = marker_dir + "/" + pool + ".reconciled";
     struct stat st {};
     if (::stat(marker.c_str(), &st) == 0) return;
+    // Etcd found unreachable within the last half minute: not asked again by every ADD (each
+    // would wait a budget); the cache serves meanwhile.
+    const std::string unavailable = cluster_state_dir(nc) + "/" + pool + ".unavailable";
+    const time_t now = std::time(nullptr);
+    if (::stat(unavailable.c_str(), &st) == 0 && st.st_mtime + 30 > now &&
+        st.st_mtime <= now + kClockSlackS) {
+        return;
+    }
     json req = helper_request(nc, pool, cidr, usable, std::nullopt);
     req["refresh"] = true;
     auto out = run_helper(helper_path(*nc.pool_mode->cluster), req.dump());
     const json ans = out ? json::parse(*out, nullptr, false) : json();
     if (!ans.is_object() || ans.contains("code")) {
-        // Not reconciled (etcd unreachable, say): the cache serves as it is, and this boot's
-        // next helper run (a claim, a release) rewrites it from the store anyway.
+        // Not reconciled (etcd unreachable, say): the cache serves as it is until a later ADD
+        // gets through (or a claim or release rewrites the cache from the store).
         std::fprintf(stderr, "shmipam: the node's blocks of %s not checked against etcd: %s\n",
                      pool.c_str(), out ? out->c_str() : out.error().msg.c_str());
+        return;
     }
     make_dirs(marker_dir);
     const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -285,6 +299,9 @@ void after_del(const NetConf& nc, const std::string& pool,
             ::open((dir + "/" + pool + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (lock < 0) return;
         if (::flock(lock, LOCK_EX | LOCK_NB) == 0) {
+            // Not started again by every DEL if this helper cannot decide (etcd down, say): it
+            // removes or rewrites the mark when it does.
+            cluster::write_release_due(dir, pool, due.block, now + 30);
             json req{{"etcd", cm.etcd},
                      {"pool", pool},
                      {"node", nc.pool_mode->node_name},
@@ -322,9 +339,11 @@ Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const eng
                           "cannot lock " + dir + "/" + pool + ".lock: " + std::strerror(e));
     }
     struct stat marker {};
+    // (A time ahead of the clock is from before the clock was stepped back: not meant for us.)
     if (::stat((dir + "/" + pool + ".unavailable").c_str(), &marker) == 0 &&
         (marker.st_mtim.tv_sec > started.tv_sec ||
-         (marker.st_mtim.tv_sec == started.tv_sec && marker.st_mtim.tv_nsec >= started.tv_nsec))) {
+         (marker.st_mtim.tv_sec == started.tv_sec && marker.st_mtim.tv_nsec >= started.tv_nsec)) &&
+        marker.st_mtim.tv_sec <= std::time(nullptr) + kClockSlackS) {
         ::close(lock);
         return make_error(Code::kUnavailable,
                           "etcd unavailable (found by another ADD's cluster helper on this node "

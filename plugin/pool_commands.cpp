@@ -236,7 +236,10 @@ struct FamilyClaim {
                     // in it is given back, and the ADD looks again.
                     if (added && nc.pool_mode->cluster && !added->existing &&
                         !still_own(nc, c.name, added->addresses)) {
-                        engine::Allocator(*s.store, *s.cfg).del(req.key);
+                        // (Left held, a retried ADD would answer it: the runtime retries.)
+                        if (auto st = engine::Allocator(*s.store, *s.cfg).del(req.key); !st) {
+                            return st.error();
+                        }
                         if (req.claim) (void)release_claim(s, *req.claim, req.key.ifname, true);
                         if (round >= 8) {
                             return make_error(Code::kTryAgainLater,
@@ -311,6 +314,22 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
     }
     auto held = find_held(nc, catalog, key, opened, candidates);
     if (!held) return fail(v, held.error());
+    // Cluster mode: what the attachment holds in a block the node no longer owns (an ADD that
+    // could not give such an address back, retried) is let go, and the ADD starts afresh.
+    if (nc.pool_mode->cluster && !held->empty()) {
+        bool stale = false;
+        for (const Held& h : *held) {
+            stale = stale || !still_own(nc, object_name_of_state(h.state), h.addresses);
+        }
+        if (stale) {
+            for (OpenState& s : opened) {
+                if (auto st = engine::Allocator(*s.store, *s.cfg).del(key); !st) {
+                    return fail(v, st.error());
+                }
+            }
+            held->clear();
+        }
+    }
     if (!held->empty()) {
         std::vector<Answered> addrs;
         for (const Held& h : *held) {

@@ -82,7 +82,8 @@ std::optional<Error> found_unavailable_meanwhile(const std::string& marker,
     struct stat st {};
     if (::stat(marker.c_str(), &st) != 0) return std::nullopt;
     if (st.st_mtim.tv_sec < started.tv_sec ||
-        (st.st_mtim.tv_sec == started.tv_sec && st.st_mtim.tv_nsec < started.tv_nsec)) {
+        (st.st_mtim.tv_sec == started.tv_sec && st.st_mtim.tv_nsec < started.tv_nsec) ||
+        st.st_mtim.tv_sec > std::time(nullptr) + 5) {  // ahead of a clock stepped back: stale
         return std::nullopt;
     }
     std::ifstream f(marker);

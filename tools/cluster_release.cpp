@@ -48,6 +48,10 @@ Expected<json> release_block(const ReleaseRequest& r, cluster::BlockStore& store
     auto arena = engine::NetworkStore::open_existing(r.pool_state, shm::Access::kReadWrite);
     if (!arena) return forget("no arena of the pool on this node: " + arena.error().msg);
     (*arena)->act_as_invocation();
+    // The hold covers one arena block: it must be the cluster's block.
+    if ((*arena)->block_prefix(r.block.address.family) != r.block.prefix) {
+        return forget("the arena's blocks are not /" + std::to_string(r.block.prefix));
+    }
     engine::NetworkConfig cfg;
     cfg.reuse_delay_ms = (*arena)->reuse_delay_ms();
     engine::Allocator alloc(**arena, cfg);
@@ -61,8 +65,9 @@ Expected<json> release_block(const ReleaseRequest& r, cluster::BlockStore& store
         if (auto st = cluster::write_block_cache(cache, mine); !st) return st;
         auto done = store.release(r.pool, *block);
         if (!done) {
-            mine.push_back({block->cidr, block->mod_revision});
-            (void)cluster::write_block_cache(cache, mine);
+            // The delete may have been committed with its answer lost: the block stays out of
+            // the cache (never allocated from), and if the store still gives it to this node,
+            // the next helper run adopts it.
             return done.error();
         }
         deleted = *done;

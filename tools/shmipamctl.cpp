@@ -139,6 +139,8 @@ int main(int argc, char** argv) {
                          "json`, or one name per line; - for stdin")
             ->required();
         cluster_gc->add_flag("--apply", o.apply, "make the changes");
+        cluster_gc->add_flag("--force", o.force,
+                             "also when the list names none of the nodes owning blocks");
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {

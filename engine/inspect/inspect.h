@@ -72,8 +72,9 @@ Expected<NetworkDump> dump(NetworkStore& store);
 // count none.
 Expected<uint64_t> hinted_taken(NetworkStore& store, const IpAddress& first, const IpAddress& last);
 
-// How many slots of the block holding `a` are in use (neither free nor cooling), from the slots'
-// states: 0 when the block has no file. Cluster mode's DEL asks it of the block it released in.
+// How many slots of the block holding `a` are allocated or being released (neither free,
+// cooling nor being claimed), from the slots' states: 0 when the block has no file. Cluster
+// mode's DEL asks it of the block it released in.
 Expected<uint64_t> in_use_in_block(NetworkStore& store, const IpAddress& a);
 
 struct Violation {

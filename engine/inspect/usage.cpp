@@ -44,7 +44,10 @@ Expected<uint64_t> in_use_in_block(NetworkStore& store, const IpAddress& a) {
     uint64_t n = 0;
     for (uint64_t i = 0; i < (*block)->slot_count(); ++i) {
         const auto state = shm::SlotWord::decode(slot_ops::load_state(**block, i)).state;
-        n += state != format::SlotState::kFree && state != format::SlotState::kCooling;
+        // A slot being claimed is not counted: it may be a dead process's, which nothing here
+        // heals (the release's hold re-checks every slot, live claims included).
+        n += state != format::SlotState::kFree && state != format::SlotState::kCooling &&
+             state != format::SlotState::kClaiming;
     }
     return n;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -101,32 +102,63 @@ std::map<std::string, uint64_t> local_use(const ClusterSetup& s, const std::stri
     return out;
 }
 
+// Whether `n` can be a Kubernetes node's name (an RFC 1123 subdomain).
+bool node_name(const std::string& n) {
+    if (n.empty() || n.size() > 253) return false;
+    for (char c : n) {
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
+            return false;
+        }
+    }
+    return std::isalnum(static_cast<unsigned char>(n.front())) &&
+           std::isalnum(static_cast<unsigned char>(n.back()));
+}
+
 // Node names from a file (or - for stdin): a JSON list of names, a Kubernetes NodeList
-// (`kubectl get nodes -o json`), or one name per line.
+// (`kubectl get nodes -o json`), or one name per line. Anything else is refused, never read
+// as names: a gc with the wrong list releases the blocks of nodes that run.
 Expected<std::set<std::string>> live_nodes(const std::string& path) {
     const std::string text = read_all(path);
     std::set<std::string> out;
-    const json doc = json::parse(text, nullptr, false);
-    if (!doc.is_discarded() && doc.is_array()) {
-        for (const auto& n : doc) {
-            if (!n.is_string()) return make_error(Code::kDecode, "--live-nodes: a list of names");
-            out.insert(n.get<std::string>());
-        }
-    } else if (!doc.is_discarded() && doc.is_object() && doc.contains("items")) {
-        for (const auto& n : doc["items"]) {
-            if (n.is_object() && n.contains("metadata") && n["metadata"].contains("name") &&
-                n["metadata"]["name"].is_string()) {
-                out.insert(n["metadata"]["name"].get<std::string>());
-            } else {
-                return make_error(Code::kDecode, "--live-nodes: a Node without metadata.name");
+    const size_t start = text.find_first_not_of(" \t\r\n");
+    const bool looks_json =
+        start != std::string::npos && (text[start] == '{' || text[start] == '[');
+    const auto bad = [](const std::string& why) {
+        return make_error(Code::kDecode,
+                          "--live-nodes: " + why +
+                              " (give a JSON list of names, `kubectl get nodes -o json`, or one "
+                              "name per line)");
+    };
+    if (looks_json) {
+        const json doc = json::parse(text, nullptr, false);
+        if (doc.is_discarded()) return bad("not valid JSON (cut short?)");
+        if (doc.is_array()) {
+            for (const auto& n : doc) {
+                if (!n.is_string()) return bad("a list holding something other than names");
+                out.insert(n.get<std::string>());
             }
+        } else if (doc.contains("items") && doc["items"].is_array()) {
+            for (const auto& n : doc["items"]) {
+                if (!n.is_object() || !n.contains("metadata") || !n["metadata"].is_object() ||
+                    !n["metadata"].contains("name") || !n["metadata"]["name"].is_string()) {
+                    return bad("an item without metadata.name");
+                }
+                out.insert(n["metadata"]["name"].get<std::string>());
+            }
+        } else {
+            return bad("a JSON object that is not a list of Nodes");
         }
     } else {
         std::istringstream lines(text);
         for (std::string l; std::getline(lines, l);) {
-            while (!l.empty() && (l.back() == ' ' || l.back() == '\r')) l.pop_back();
+            while (!l.empty() && (l.back() == ' ' || l.back() == '\r' || l.back() == '\t')) {
+                l.pop_back();
+            }
             if (!l.empty()) out.insert(l);
         }
+    }
+    for (const auto& n : out) {
+        if (!node_name(n)) return bad("\"" + n + "\" is not a node name");
     }
     return out;
 }
@@ -236,6 +268,18 @@ int cmd_cluster_gc(const Options& o) {
     cluster::BlockStore store(etcd, cluster::etcd_prefix(setup->etcd));
     auto in_store = store.all_blocks();
     if (!in_store) return cannot_read(in_store.error());
+    // A list that names none of the nodes owning blocks is almost surely the wrong list.
+    std::set<std::string> owners;
+    for (const auto& [pool, blocks] : *in_store) {
+        for (const auto& b : blocks) owners.insert(b.node);
+    }
+    bool any_live = false;
+    for (const auto& n : owners) any_live = any_live || live->count(n) != 0;
+    if (!owners.empty() && !any_live && !o.force) {
+        return cannot_read("none of the " + std::to_string(owners.size()) +
+                           " nodes owning blocks is in --live-nodes: that would release every "
+                           "block of the cluster; refusing (--force if that is meant)");
+    }
     std::vector<GcBlockRow> rows;
     for (const auto& [pool, blocks] : *in_store) {
         for (const auto& b : blocks) {
