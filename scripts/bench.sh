@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release --target shmipam cni_bench noop_static claim_bench pool_bench >/dev/null
+cmake --build --preset release --target shmipam shmipam-cluster cni_bench noop_static claim_bench pool_bench cluster_bench >/dev/null
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/cni-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 out=docs/benchmarks.md
@@ -40,6 +40,19 @@ out=docs/benchmarks.md
     echo
     build/release/bench/pool_bench --plugin "$PWD/build/release/shmipam" --work "$work/pools" \
         --calls 1600 --rounds 16
+    echo
+    echo "## Cluster mode (\`build/release/bench/cluster_bench\`)"
+    echo
+    echo "1,000 pods over 10 simulated nodes (each its own state directories and node name), 10 calls"
+    echo "in flight, against a local 3-member etcd (\`scripts/local-etcd.sh\`), beside the same pods"
+    echo "in pool mode without etcd; then the cost of one block claim through the cluster helper"
+    echo "([cluster.md](cluster.md), where the paper model uses it)."
+    echo
+    etcd_dir="$work/etcd"
+    endpoints=$(bash scripts/local-etcd.sh start "$etcd_dir")
+    build/release/bench/cluster_bench --plugin "$PWD/build/release/shmipam" \
+        --helper "$PWD/build/release/shmipam-cluster" --endpoints "$endpoints" --work "$work/cluster"
+    bash scripts/local-etcd.sh stop "$etcd_dir"
     echo
     echo "## In-process (Google Benchmark, \`build/release/bench/claim_bench\`)"
     echo
