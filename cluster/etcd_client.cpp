@@ -286,6 +286,29 @@ Expected<EtcdClient::Status> EtcdClient::status() {
     return Status{header_.member_id, uint_of(*j, "leader")};
 }
 
+Expected<bool> EtcdClient::txn(const std::vector<Compare>& compares,
+                               const std::vector<Write>& writes) {
+    json cmp = json::array(), ops = json::array();
+    for (const Compare& c : compares) {
+        const bool create = c.target == Compare::Target::kCreate;
+        cmp.push_back({{"key", base64_encode(c.key)},
+                       {"target", create ? "CREATE" : "MOD"},
+                       {"result", "EQUAL"},
+                       {create ? "create_revision" : "mod_revision", std::to_string(c.revision)}});
+    }
+    for (const Write& w : writes) {
+        if (w.value) {
+            ops.push_back({{"request_put",
+                            {{"key", base64_encode(w.key)}, {"value", base64_encode(*w.value)}}}});
+        } else {
+            ops.push_back({{"request_delete_range", {{"key", base64_encode(w.key)}}}});
+        }
+    }
+    auto j = parsed(call("/v3/kv/txn", json{{"compare", cmp}, {"success", ops}}.dump()), header_);
+    if (!j) return j.error();
+    return j->value("succeeded", false);
+}
+
 Expected<bool> EtcdClient::delete_at(const std::string& key, int64_t mod_revision) {
     const std::string k = base64_encode(key);
     const json txn{{"compare", json::array({{{"key", k},

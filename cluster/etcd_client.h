@@ -62,6 +62,19 @@ class EtcdClient {
     // it changed (or is gone).
     Expected<bool> delete_at(const std::string& key, int64_t mod_revision);
 
+    // One transaction of what fixed addresses need: if every key's create or mod revision is
+    // as given (0 create revision: the key is absent), apply the writes. Whether it did.
+    struct Compare {
+        std::string key;
+        enum class Target { kCreate, kMod } target = Target::kCreate;
+        int64_t revision = 0;
+    };
+    struct Write {
+        std::string key;
+        std::optional<std::string> value;  // nullopt: delete the key
+    };
+    Expected<bool> txn(const std::vector<Compare>& compares, const std::vector<Write>& writes);
+
     // The answering member and the leader it knows (0: none).
     struct Status {
         uint64_t member_id = 0, leader_id = 0;

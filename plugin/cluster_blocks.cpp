@@ -261,6 +261,52 @@ void reconcile_after_boot(const NetConf& nc, const std::string& pool, const engi
     if (fd >= 0) ::close(fd);
 }
 
+namespace {
+
+// The helper's answer to `req`, or its error.
+Expected<json> ask_helper(const NetConf& nc, const json& req) {
+    auto out = run_helper(helper_path(*nc.pool_mode->cluster), req.dump());
+    if (!out) return out.error();
+    json ans = json::parse(*out, nullptr, false);
+    if (ans.is_discarded() || !ans.is_object()) {
+        return make_error(Code::kInternal, "the cluster helper answered something that is not JSON",
+                          *out);
+    }
+    if (ans.contains("code")) {
+        return make_error(Code(ans.value("code", 999)), ans.value("msg", ""),
+                          ans.value("details", ""));
+    }
+    return ans;
+}
+
+}  // namespace
+
+Expected<engine::IpAddress> take_fixed_address(const NetConf& nc, const std::string& pool,
+                                               const engine::Cidr& cidr, const pools::IpSet& usable,
+                                               const std::string& claim_key) {
+    json req = helper_request(nc, pool, cidr, usable, std::nullopt);
+    req["fixed"] = claim_key;
+    auto ans = ask_helper(nc, req);
+    if (!ans) return ans.error();
+    auto a = engine::IpAddress::parse(ans->value("address", ""));
+    if (!a)
+        return make_error(Code::kInternal, "the cluster helper answered no address", ans->dump());
+    return *a;
+}
+
+Status give_up_fixed_address(const NetConf& nc, const std::string& pool,
+                             const std::string& claim_key) {
+    const ClusterMode& cm = *nc.pool_mode->cluster;
+    const json req{{"etcd", cm.etcd},
+                   {"pool", pool},
+                   {"node", nc.pool_mode->node_name},
+                   {"stateDir", cluster_state_dir(nc)},
+                   {"unfix", claim_key}};
+    auto ans = ask_helper(nc, req);
+    if (!ans) return ans.error();
+    return Ok{};
+}
+
 bool still_own(const NetConf& nc, const std::string& pool,
                const std::vector<engine::AllocatedAddress>& addresses) {
     auto blocks = cluster::read_block_cache(cluster::block_cache_path(cluster_state_dir(nc), pool));

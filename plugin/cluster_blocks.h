@@ -30,6 +30,16 @@ Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
 void reconcile_after_boot(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
                           const pools::IpSet& usable);
 
+// Fixed addresses across nodes (docs/cluster.md): the address of the claim `claim_key` in the
+// fixed-address pool `pool`, taken over from another node if needed, or a new one among
+// `usable`, through the helper. Code 100 when the pool has none left; 50 without etcd.
+Expected<engine::IpAddress> take_fixed_address(const NetConf& nc, const std::string& pool,
+                                               const engine::Cidr& cidr, const pools::IpSet& usable,
+                                               const std::string& claim_key);
+// Gives the claim up in etcd if it is still this node's (a DEL that freed it here).
+Status give_up_fixed_address(const NetConf& nc, const std::string& pool,
+                             const std::string& claim_key);
+
 // Whether every address lies in a block the node's cache lists now (false when it cannot be
 // read): an ADD's check after it took them.
 bool still_own(const NetConf& nc, const std::string& pool,

@@ -329,6 +329,15 @@ Status parse_pool_mode(const json& doc, const json& ipam, NetConf& nc) {
             }
             cm.block_min_age_s = a->get<uint64_t>();
         }
+        if (auto f = ipam.find("fixedAddressPools"); f != ipam.end() && !f->is_null()) {
+            if (!f->is_array()) return type_error("ipam.fixedAddressPools", "a list of pool names");
+            for (const auto& n : *f) {
+                if (!n.is_string()) {
+                    return type_error("ipam.fixedAddressPools[]", "a pool name (string)");
+                }
+                cm.fixed_pools.insert(n.get<std::string>());
+            }
+        }
         auto helper = opt_string(ipam, "clusterHelper", "ipam.");
         if (!helper) return helper.error();
         cm.helper = *helper;

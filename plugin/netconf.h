@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct ClusterMode {
     // ipam.blockMinAgeS: a block left with no address in use is given back to the cluster once
     // it is this old (and its addresses have cooled down); the node keeps one block per pool.
     uint64_t block_min_age_s = 300;
+    // ipam.fixedAddressPools: pools never cut into blocks, whose addresses are claimed one by
+    // one in etcd by StatefulSet pods' fixed-address claims (docs/cluster.md).
+    std::set<std::string> fixed_pools;
     std::string helper;  // ipam.clusterHelper, else shmipam-cluster beside the plugin
 };
 

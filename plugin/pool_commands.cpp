@@ -209,6 +209,18 @@ struct FamilyClaim {
             const std::string state = state_name(c);
             // Cluster mode: only this node's blocks of the pool, and another block claimed (by
             // the cluster helper) when they have no room (docs/cluster.md).
+            if (nc.pool_mode->cluster && nc.pool_mode->cluster->fixed_pools.count(c.name) != 0) {
+                if (!request.claim) {
+                    reasons.push_back("IPPool " + c.name +
+                                      " holds fixed addresses only (StatefulSet pods, "
+                                      "statefulSetFixedIP)");
+                    continue;
+                }
+                auto served = serve_fixed(c, object, state, usable, wanted, reasons);
+                if (!served) return served.error();
+                if (*served) return std::nullopt;
+                continue;
+            }
             if (nc.pool_mode->cluster) reconcile_after_boot(nc, c.name, object.subnet, usable);
             for (int round = 0;; ++round) {
                 pools::IpSet here = usable;
@@ -284,6 +296,57 @@ struct FamilyClaim {
                          " IP address to NIC " + request.key.ifname + " from IPPools " +
                          pools::go_list(tried) + ": [" + why + "]",
                      "rule: " + rule};
+    }
+
+    // Cluster mode's fixed-address pools (docs/cluster.md): the claim's address from etcd
+    // (taken over from another node if the pod moved), then held here by the local claim. True
+    // when served; false with a reason when the pool cannot serve.
+    Expected<bool> serve_fixed(const pools::Candidate& c, const pools::AddressSpec& object,
+                               const std::string& state, const pools::IpSet& usable,
+                               const std::optional<IpAddress>& wanted,
+                               std::vector<std::string>& reasons) {
+        auto fixed = take_fixed_address(nc, c.name, object.subnet, usable, request.claim->key);
+        if (!fixed) {
+            if (fixed.error().code != Code::kNoAddressFree) return fixed.error();
+            reasons.push_back(fixed.error().msg);
+            return false;
+        }
+        if (wanted && !(*wanted == *fixed)) {
+            reasons.push_back("the pod's fixed address in " + c.name + " is " + fixed->to_string() +
+                              ", not the requested " + wanted->to_string());
+            return false;
+        }
+        pools::IpSet here(usable.family());
+        here.add(fixed->value, fixed->value);
+        auto at = store_for(state, object, here);
+        if (!at) return at.error();
+        OpenState& s = opened[*at];
+        engine::AddRequest req = request;
+        req.requested = {*fixed};
+        if (auto st = drop_unusable_claim(s, *req.claim, req.key.ifname, here); !st) {
+            return st.error();
+        }
+        engine::Allocator alloc(*s.store, *s.cfg);
+        auto added = alloc.add(req);
+        if (!added && (added.error().code == Code::kRequestedAddressTaken ||
+                       added.error().code == Code::kNoAddressFree)) {
+            // Held here by the idle claim of a pod that has since moved to another node and
+            // given the address up there: etcd gave it to this claim, so that one lets go.
+            (void)alloc.release_claims(
+                [&](const engine::ClaimView& v) {
+                    for (const auto& a : v.addresses) {
+                        if (a == *fixed) return true;
+                    }
+                    return false;
+                },
+                /*in_use_too=*/false, /*dry_run=*/false);
+            added = alloc.add(req);
+        }
+        if (!added) return added.error();
+        if (!added->existing) new_claims.push_back(*at);
+        holding.push_back(*at);
+        for (const auto& a : added->addresses) answered.push_back({state, a});
+        return true;
     }
 
     void undo() {
@@ -385,8 +448,20 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
 }
 
 // DEL, GC: every pool state of the node, whatever the pools directory says now.
+// Cluster mode, a fixed-address pool: a DEL that freed the pod's claim here (policy 0) gives
+// it up in etcd too, if it is still this node's (a late DEL after the pod moved frees nothing).
+Status after_fixed_del(const CniEnv& env, const NetConf& nc, const CniArgs& args,
+                       const std::string& pool, engine::Allocator& alloc) {
+    auto fixed = fixed_ip_claim(env, nc, args);
+    if (!fixed || !*fixed) return Ok{};
+    for (const auto& c : alloc.claims()) {
+        if (c.fp == engine::fingerprint((*fixed)->key, env.ifname)) return Ok{};  // kept here
+    }
+    return give_up_fixed_address(nc, pool, (*fixed)->key);
+}
+
 Invocation pool_release(const CniEnv& env, const NetConf& nc, const std::string& v,
-                        const pools::Catalog& catalog) {
+                        const pools::Catalog& catalog, const CniArgs& args) {
     const engine::AttachmentKey key{env.container_id, env.ifname};
     std::vector<OpenState> opened;
     std::optional<Error> first_error = open_every_state(nc, catalog, opened);
@@ -404,7 +479,12 @@ Invocation pool_release(const CniEnv& env, const NetConf& nc, const std::string&
             }
             done = alloc.del(key);
             if (done && nc.pool_mode->cluster) {
-                after_del(nc, object_name_of_state(s.name), released, *s.store);
+                const std::string pool = object_name_of_state(s.name);
+                if (nc.pool_mode->cluster->fixed_pools.count(pool) != 0) {
+                    done = after_fixed_del(env, nc, args, pool, alloc);
+                } else {
+                    after_del(nc, pool, released, *s.store);
+                }
             }
         } else {
             auto gc = alloc.gc(*nc.valid_attachments, network_tag(nc.network.name));
@@ -476,13 +556,13 @@ Invocation pool_command(const CniEnv& env, const NetConf& nc, const std::string&
         case Command::kAdd:
             return pool_add(env, nc, v, requested, args, dns, catalog);
         case Command::kDel:
-            return pool_release(env, nc, v, catalog);
+            return pool_release(env, nc, v, catalog, args);
         case Command::kGc:
             if (!nc.valid_attachments) {
                 return fail(v, make_error(Code::kInvalidConfig,
                                           "GC needs \"cni.dev/valid-attachments\" in the config"));
             }
-            return pool_release(env, nc, v, catalog);
+            return pool_release(env, nc, v, catalog, args);
         case Command::kCheck:
             return pool_check(env, nc, v, catalog);
         case Command::kStatus:

@@ -13,7 +13,10 @@
 //   "lockFd": N (optional: the pool's lock is already held on this descriptor, handed over),
 //   "release": "<block CIDR>", "poolState": "<arena dir>", "minAgeS": N (instead of a claim:
 //   give that block back if it is empty; tools/cluster_release.h),
-//   "refresh": true (instead of a claim: only rewrite the cache from the store)}
+//   "refresh": true (instead of a claim: only rewrite the cache from the store),
+//   "fixed": "<claim key>" (instead of a block: the fixed address of that claim, taken over from
+//   another node if needed, or a new one among "usable"; answers {"address", "movedFrom"}),
+//   "unfix": "<claim key>" (give that claim up if it is still this node's: {"released": bool})}
 // stdout: {"claimed": "<block CIDR>" or null, "atCap": bool, "blocks": ["<CIDR>", ...]}; exit 0.
 // Errors: {"code": N, "msg": "..."}, exit 1 (the plugin passes them on).
 #include <fcntl.h>
@@ -36,6 +39,7 @@
 #include "cluster/block_store.h"
 #include "cluster/cluster_identity.h"
 #include "cluster/etcd_config.h"
+#include "cluster/fixed_claims.h"
 #include "pools/ip_set.h"
 #include "tools/cluster_release.h"
 
@@ -104,8 +108,9 @@ int run(const json& in) {
             make_error(Code::kInvalidConfig, "the cluster helper needs pool, node, stateDir"));
     }
     const bool releasing = in.contains("release");
-    auto pool_cidr = engine::Cidr::parse(in.value("cidr", releasing ? "0.0.0.0/0" : ""));
-    const int block_prefix = in.value("blockPrefix", releasing ? 32 : 0);
+    const bool fixed = in.contains("fixed") || in.contains("unfix");
+    auto pool_cidr = engine::Cidr::parse(in.value("cidr", releasing || fixed ? "0.0.0.0/0" : ""));
+    const int block_prefix = in.value("blockPrefix", releasing || fixed ? 32 : 0);
     auto release = engine::Cidr::parse(in.value("release", ""));
     if (!pool_cidr || block_prefix <= 0 || (releasing && !release)) {
         return fail(make_error(Code::kInvalidConfig,
@@ -138,6 +143,33 @@ int run(const json& in) {
     if (!owned) return fail(owned.error());
     if (auto st = cluster::check_cluster_id(state_dir, etcd.last_header().cluster_id); !st) {
         return fail(st.error());
+    }
+    if (fixed) {
+        cluster::FixedClaims claims(etcd, cluster::etcd_prefix(in.value("etcd", json::object())));
+        if (in.contains("unfix")) {
+            auto done = claims.give_up(pool, in.value("unfix", ""), node);
+            if (!done) return fail(done.error());
+            std::cout << json{{"released", *done}}.dump() << "\n";
+            return 0;
+        }
+        // The first usable address no claim holds.
+        const auto pick =
+            [&](const std::set<std::string>& taken) -> std::optional<engine::IpAddress> {
+            for (const auto& i : usable.intervals()) {
+                for (engine::u128 v = i.first;; ++v) {
+                    const engine::IpAddress a{v, usable.family()};
+                    if (taken.count(a.to_string()) == 0) return a;
+                    if (v == i.last) break;
+                }
+            }
+            return std::nullopt;
+        };
+        std::string moved_from;
+        auto got = claims.take(pool, in.value("fixed", ""), node, pick, &moved_from);
+        if (!got) return fail(got.error());
+        std::cout << json{{"address", got->address.to_string()}, {"movedFrom", moved_from}}.dump()
+                  << "\n";
+        return 0;
     }
     if (releasing) {
         cluster_helper::ReleaseRequest r{

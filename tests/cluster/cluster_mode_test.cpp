@@ -183,13 +183,17 @@ TEST_F(ClusterMode, ClusterLsShowsEveryNodesBlocksAndFlagsABlockThisNodeNoLonger
     auto bad = run_ctl({"cluster", "ls", "--config", cfg0, "--json"});
     EXPECT_EQ(bad.exit_code, 1) << bad.out;
     EXPECT_EQ(bad.json()["problems"], 1) << bad.out;
-    for (const auto& b : bad.json()["blocks"]) {
+    const json flagged = bad.json();  // (iterating a temporary's member would read freed memory)
+    bool seen = false;
+    for (const auto& b : flagged["blocks"]) {
         if (b["block"] != mine) continue;
+        seen = true;
         EXPECT_TRUE(b["owner"].is_null());
         const std::string why = b.value("problem", "");
         EXPECT_NE(why.find("owned by no node"), std::string::npos) << why;
         EXPECT_NE(why.find("two nodes"), std::string::npos) << why;
     }
+    EXPECT_TRUE(seen) << bad.out;
     auto text = run_ctl({"cluster", "ls", "--config", cfg0});
     EXPECT_NE(text.out.find("1 disagreement"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find(mine), std::string::npos) << text.out;

@@ -159,7 +159,9 @@ TEST_F(FixedIp, APodThatIsNoStatefulSetPodButAsksGetsAClearErrorAndNothing) {
     EXPECT_NE(r3.out.find("1.5h"), std::string::npos) << r3.out;
     auto dump = ctl({"dump", "fixed", "--json"});
     if (dump.exit_code == 0) {
-        for (const auto& s : dump.json()["slots"]) EXPECT_NE(s["state"], "allocated") << s;
+        // (Bound first: iterating a member of the temporary json() read freed memory.)
+        const json d = dump.json();
+        for (const auto& s : d["slots"]) EXPECT_NE(s["state"], "allocated") << s;
     }
 }
 

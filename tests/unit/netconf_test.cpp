@@ -208,6 +208,12 @@ TEST(NetConfCluster, EtcdWithPoolsDirIsClusterModeWithCalicosBlockSizes) {
         EXPECT_NE(r.error().msg.find("blockMinAgeS"), std::string::npos) << r.error().msg;
     }
     j["ipam"].erase("blockMinAgeS");
+    j["ipam"]["fixedAddressPools"] = json::array({"sts", "vm"});
+    EXPECT_EQ(parse_netconf(j, {})->pool_mode->cluster->fixed_pools,
+              (std::set<std::string>{"sts", "vm"}));
+    j["ipam"]["fixedAddressPools"] = "sts";
+    EXPECT_FALSE(parse_netconf(j, {}));
+    j["ipam"].erase("fixedAddressPools");
     for (json bad : {json(100), json(-1), json("75")}) {
         j["ipam"]["claimAheadPercent"] = bad;
         auto r = parse_netconf(j, {});

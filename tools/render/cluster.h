@@ -24,7 +24,7 @@ nlohmann::json cluster_ls_json(const std::string& node, const std::vector<Cluste
 std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBlockRow>& rows);
 
 struct GcBlockRow {
-    std::string pool, block, node;
+    std::string pool, block, node;  // block: a CIDR, or "claim <key> (<address>)"
     bool released = false;  // false in a dry run, or when the block changed since it was read
 };
 

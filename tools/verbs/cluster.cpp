@@ -18,6 +18,7 @@
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
 #include "cluster/etcd_config.h"
+#include "cluster/fixed_claims.h"
 #include "engine/inspect/inspect.h"
 #include "tools/render/json.h"
 #include "tools/verbs/verbs.h"
@@ -273,6 +274,9 @@ int cmd_cluster_gc(const Options& o) {
     for (const auto& [pool, blocks] : *in_store) {
         for (const auto& b : blocks) owners.insert(b.node);
     }
+    if (auto claims = cluster::FixedClaims(etcd, cluster::etcd_prefix(setup->etcd)).everywhere()) {
+        for (const auto& [pool, c] : *claims) owners.insert(c.node);
+    }
     bool any_live = false;
     for (const auto& n : owners) any_live = any_live || live->count(n) != 0;
     if (!owners.empty() && !any_live && !o.force) {
@@ -293,6 +297,20 @@ int cmd_cluster_gc(const Options& o) {
             }
             rows.push_back(std::move(r));
         }
+    }
+    // Fixed-address claims of the nodes gone (docs/cluster.md): their addresses are free again.
+    cluster::FixedClaims fixed(etcd, cluster::etcd_prefix(setup->etcd));
+    auto claims = fixed.everywhere();
+    if (!claims) return cannot_read(claims.error());
+    for (const auto& [pool, c] : *claims) {
+        if (live->count(c.node) != 0) continue;
+        GcBlockRow r{pool, "claim " + c.key + " (" + c.address.to_string() + ")", c.node, false};
+        if (o.apply) {
+            auto done = fixed.remove(pool, c);
+            if (!done) return cannot_read(done.error());
+            r.released = *done;
+        }
+        rows.push_back(std::move(r));
     }
     std::cout << (o.json ? json_text(cluster_gc_json(rows, o.apply))
                          : cluster_gc_text(rows, o.apply));

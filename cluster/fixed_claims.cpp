@@ -1,0 +1,139 @@
+#include "cluster/fixed_claims.h"
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace shmipam::cluster {
+
+using nlohmann::json;
+
+namespace {
+
+std::string nonce() {
+    static std::random_device rd;
+    static std::mt19937_64 rng(rd() ^ (uint64_t(rd()) << 32));
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+    return buf;
+}
+
+std::optional<FixedClaim> claim_of(const std::string& key, const KeyValue& kv) {
+    const json v = json::parse(kv.value, nullptr, false);
+    if (!v.is_object()) return std::nullopt;
+    auto a = engine::IpAddress::parse(v.value("address", ""));
+    if (!a) return std::nullopt;
+    return FixedClaim{key, *a, v.value("node", ""), kv.mod_revision};
+}
+
+// Tries before a claim gives up on racing writers (each lost race means another writer won).
+constexpr int kTries = 16;
+
+}  // namespace
+
+std::string FixedClaims::claim_key(const std::string& pool, const std::string& key) const {
+    return prefix_ + "/v1/pools/" + pool + "/claims/" + key;
+}
+
+std::string FixedClaims::address_key(const std::string& pool, const engine::IpAddress& a) const {
+    return prefix_ + "/v1/pools/" + pool + "/addresses/" + a.to_string();
+}
+
+Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
+                                                      const std::string& key) {
+    auto kv = etcd_.get(claim_key(pool, key));
+    if (!kv) return kv.error();
+    if (!*kv) return std::optional<FixedClaim>{};
+    return claim_of(key, **kv);
+}
+
+Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::string& key,
+                                       const std::string& node, const Pick& pick,
+                                       std::string* moved_from) {
+    for (int attempt = 0; attempt < kTries; ++attempt) {
+        auto held = read(pool, key);
+        if (!held) return held.error();
+        if (*held && (*held)->node == node) return **held;
+        if (*held) {
+            // Another node's: taken over at the revision read (a node that took it meanwhile
+            // makes this fail, and the next pass sees whose it is now).
+            const json v{
+                {"address", (*held)->address.to_string()}, {"node", node}, {"nonce", nonce()}};
+            auto done = etcd_.txn(
+                {{claim_key(pool, key), EtcdClient::Compare::Target::kMod, (*held)->mod_revision}},
+                {{claim_key(pool, key), v.dump()}});
+            if (!done) return done.error();
+            if (*done) {
+                if (moved_from != nullptr) *moved_from = (*held)->node;
+                FixedClaim c = **held;
+                c.node = node;
+                c.mod_revision = etcd_.last_header().revision;
+                return c;
+            }
+            continue;
+        }
+        // A new claim: an address no claim holds, both keys created at once.
+        auto taken_kvs = etcd_.get_prefix(prefix_ + "/v1/pools/" + pool + "/addresses/");
+        if (!taken_kvs) return taken_kvs.error();
+        std::set<std::string> taken;
+        for (const KeyValue& kv : *taken_kvs) taken.insert(kv.key.substr(kv.key.rfind('/') + 1));
+        const std::optional<engine::IpAddress> a = pick(taken);
+        if (!a) {
+            return make_error(Code::kNoAddressFree,
+                              "no address of pool " + pool + " is left for a fixed address");
+        }
+        const json v{{"address", a->to_string()}, {"node", node}, {"nonce", nonce()}};
+        auto done = etcd_.txn({{claim_key(pool, key), EtcdClient::Compare::Target::kCreate, 0},
+                               {address_key(pool, *a), EtcdClient::Compare::Target::kCreate, 0}},
+                              {{claim_key(pool, key), v.dump()},
+                               {address_key(pool, *a), json{{"claim", key}}.dump()}});
+        if (!done) return done.error();
+        if (*done) return FixedClaim{key, *a, node, etcd_.last_header().revision};
+        // Lost: the address or the claim was created meanwhile (perhaps by this very call's
+        // earlier attempt, which then reads as ours on the next pass).
+    }
+    return make_error(Code::kTryAgainLater,
+                      "the fixed-address claim " + key + " kept changing while being taken");
+}
+
+Expected<bool> FixedClaims::give_up(const std::string& pool, const std::string& key,
+                                    const std::string& node) {
+    auto held = read(pool, key);
+    if (!held) return held.error();
+    if (!*held || (*held)->node != node) return false;
+    return remove(pool, **held);
+}
+
+Expected<bool> FixedClaims::remove(const std::string& pool, const FixedClaim& c) {
+    return etcd_.txn(
+        {{claim_key(pool, c.key), EtcdClient::Compare::Target::kMod, c.mod_revision}},
+        {{claim_key(pool, c.key), std::nullopt}, {address_key(pool, c.address), std::nullopt}});
+}
+
+Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool) {
+    const std::string p = prefix_ + "/v1/pools/" + pool + "/claims/";
+    auto kvs = etcd_.get_prefix(p);
+    if (!kvs) return kvs.error();
+    std::vector<FixedClaim> out;
+    for (const KeyValue& kv : *kvs) {
+        if (auto c = claim_of(kv.key.substr(p.size()), kv)) out.push_back(*c);
+    }
+    return out;
+}
+
+Expected<std::vector<std::pair<std::string, FixedClaim>>> FixedClaims::everywhere() {
+    const std::string pools = prefix_ + "/v1/pools/";
+    auto kvs = etcd_.get_prefix(pools);
+    if (!kvs) return kvs.error();
+    std::vector<std::pair<std::string, FixedClaim>> out;
+    for (const KeyValue& kv : *kvs) {
+        const std::string rest = kv.key.substr(pools.size());
+        const size_t slash = rest.find('/');
+        if (slash == std::string::npos || rest.compare(slash, 8, "/claims/") != 0) continue;
+        if (auto c = claim_of(rest.substr(slash + 8), kv)) {
+            out.emplace_back(rest.substr(0, slash), *c);
+        }
+    }
+    return out;
+}
+
+}  // namespace shmipam::cluster

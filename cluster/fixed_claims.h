@@ -1,0 +1,66 @@
+// Fixed addresses across nodes (docs/cluster.md, "Fixed addresses across nodes"): a StatefulSet
+// pod's claim lives in the cluster store, so the pod keeps its address on whichever node it
+// runs. Pools for fixed addresses are never cut into blocks; each address is claimed alone:
+//
+//   <prefix>/v1/pools/<pool>/claims/<claim key>   e.g. .../claims/sts:shop/db-0/eth0
+//       -> {"address": "10.9.0.5", "node": "node-a", "nonce": "<16 hex digits>"}
+//   <prefix>/v1/pools/<pool>/addresses/<address>  -> {"claim": "<claim key>"}
+//
+// A first claim creates both keys in one transaction (each only if absent). A pod that starts on
+// another node takes the claim over in one transaction on the claim key's revision, so of two
+// nodes only one holds it at a time, and a late DEL on the old node (which gives the claim up
+// only while it names that node, at the revision read) can never take it back.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/etcd_client.h"
+#include "engine/addr/ip_address.h"
+
+namespace shmipam::cluster {
+
+struct FixedClaim {
+    std::string key;  // the claim key (sts:<ns>/<pod>/<ifname>)
+    engine::IpAddress address;
+    std::string node;
+    int64_t mod_revision = 0;
+};
+
+class FixedClaims {
+  public:
+    FixedClaims(EtcdClient& etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+
+    // The claim `key` of `pool` for `node`: the one it has (taken over from another node if
+    // needed: *moved_from names it), or a new one with the address `pick` chooses among those
+    // no claim holds (nullopt from it: none left, code 100).
+    using Pick =
+        std::function<std::optional<engine::IpAddress>(const std::set<std::string>& taken)>;
+    Expected<FixedClaim> take(const std::string& pool, const std::string& key,
+                              const std::string& node, const Pick& pick,
+                              std::string* moved_from = nullptr);
+    // Gives the claim up if it is still `node`'s: false when another node holds it (or none).
+    Expected<bool> give_up(const std::string& pool, const std::string& key,
+                           const std::string& node);
+    // Every claim of the pool (tools).
+    Expected<std::vector<FixedClaim>> all(const std::string& pool);
+    // Every claim of every pool, by pool (cluster gc).
+    Expected<std::vector<std::pair<std::string, FixedClaim>>> everywhere();
+    // Deletes a claim read as `c` if unchanged since (cluster gc).
+    Expected<bool> remove(const std::string& pool, const FixedClaim& c);
+
+  private:
+    std::string claim_key(const std::string& pool, const std::string& key) const;
+    std::string address_key(const std::string& pool, const engine::IpAddress& a) const;
+    Expected<std::optional<FixedClaim>> read(const std::string& pool, const std::string& key);
+
+    EtcdClient& etcd_;
+    std::string prefix_;
+};
+
+}  // namespace shmipam::cluster

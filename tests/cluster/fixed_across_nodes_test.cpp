@@ -1,0 +1,171 @@
+// Fixed addresses across nodes (docs/cluster.md, "Fixed addresses across nodes"): a StatefulSet
+// pod's claim lives in etcd, in a pool meant for fixed addresses (ipam.fixedAddressPools, never
+// cut into blocks). Simulated nodes exec the real plugin and helper against a real etcd.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "cluster/fixed_claims.h"
+#include "tests/cluster/simulated_nodes.h"
+
+namespace shmipam::testing {
+namespace {
+
+class FixedAcrossNodes : public SimulatedNodes {
+  protected:
+    void SetUp() override {
+        SimulatedNodes::SetUp();
+        if (HasFatalFailure() || IsSkipped()) return;
+        write_file(dir.sub("pools") + "/sts.yaml",
+                   "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+                   "metadata: {name: sts}\nspec: {subnet: 10.78.0.0/28, ips: "
+                   "[\"10.78.0.2-10.78.0.6\"], gateway: 10.78.0.1}\n");
+    }
+    // Node `node`'s config for StatefulSet pod shop/<pod>, in pool `pool`, with `policy`.
+    json sts_config(int node, const std::string& pod, const std::string& policy = "",
+                    const std::string& pool = "sts") const {
+        json c = config(node);
+        c["ipam"]["fixedAddressPools"] = json::array({"sts"});
+        c["ipam"]["claimAheadPercent"] = 0;
+        json annotations{{"ipam.spidernet.io/ippool", "{\"ipv4\": [\"" + pool + "\"]}"},
+                         {"ipam.shmipam.io/static-ip", "true"}};
+        if (!policy.empty()) annotations["ipam.shmipam.io/ip-claim-policy"] = policy;
+        c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
+        c["args"]["cni"]["labels"] =
+            json::array({{{"key", "statefulset.kubernetes.io/pod-name"}, {"value", pod}}});
+        return c;
+    }
+    static std::map<std::string, std::string> env(const std::string& cmd, const std::string& cid,
+                                                  const std::string& pod) {
+        return cni_env(cmd, cid, "eth0",
+                       "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=" + pod +
+                           ";K8S_POD_UID=uid-" + cid);
+    }
+    ProcessResult add(int node, const std::string& cid, const std::string& pod,
+                      const std::string& policy = "") {
+        return run_plugin(env("ADD", cid, pod), sts_config(node, pod, policy).dump());
+    }
+    static std::string address(const ProcessResult& r) {
+        return r.exit_code == 0 ? r.json()["ips"][0]["address"].get<std::string>() : "";
+    }
+    std::vector<cluster::FixedClaim> claims_in_etcd() const {
+        cluster::EtcdConfig cfg;
+        cfg.endpoints = etcd->client_urls();
+        cluster::EtcdClient client(cfg);
+        auto c = cluster::FixedClaims(client, "/shmipam").all("sts");
+        EXPECT_TRUE(c) << c.error().msg;
+        return c ? *c : std::vector<cluster::FixedClaim>{};
+    }
+};
+
+TEST_F(FixedAcrossNodes, APodRescheduledToAnotherNodeKeepsItsAddressAndALateDelCannotTakeItBack) {
+    auto first = add(0, "c1", "db-0", "0");
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    const std::string a = address(first);
+    // The node dies; the pod starts on node 1 (a new sandbox, same identity).
+    auto moved = add(1, "c2", "db-0", "0");
+    ASSERT_EQ(moved.exit_code, 0) << moved.out << moved.err;
+    EXPECT_EQ(address(moved), a) << "the pod's address moved with it";
+    auto claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u);
+    EXPECT_EQ(claims[0].node, "node-1");
+    // The old node comes back and the runtime's late DEL runs there (policy 0: it frees the
+    // claim on that node), which must not give up node 1's claim.
+    auto late = run_plugin(env("DEL", "c1", "db-0"), sts_config(0, "db-0", "0").dump());
+    EXPECT_EQ(late.exit_code, 0) << late.out << late.err;
+    claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u);
+    EXPECT_EQ(claims[0].node, "node-1");
+    // Another pod, on either node, never gets that address.
+    for (int n : {0, 1}) {
+        auto other = add(n, "o" + std::to_string(n), "db-" + std::to_string(n + 1));
+        ASSERT_EQ(other.exit_code, 0) << other.out;
+        EXPECT_NE(address(other), a);
+    }
+    // The pod's own DEL on node 1 (policy 0) frees it in etcd, and the address is free again.
+    auto del = run_plugin(env("DEL", "c2", "db-0"), sts_config(1, "db-0", "0").dump());
+    ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+    std::set<std::string> left;
+    for (const auto& c : claims_in_etcd()) left.insert(c.key);
+    EXPECT_EQ(left.count("sts:shop/db-0/eth0"), 0u);
+    auto reuse = add(0, "c3", "db-9");
+    ASSERT_EQ(reuse.exit_code, 0) << reuse.out;
+    EXPECT_EQ(address(reuse), a) << "the first free address, given up by node 1";
+    for (int n : {0, 1}) {
+        auto v = run_ctl(
+            {"--run-dir", dir.sub("node-" + std::to_string(n) + "/run"), "verify", "pool/sts"});
+        EXPECT_EQ(v.exit_code, 0) << v.out;
+    }
+}
+
+TEST_F(FixedAcrossNodes, PodsStartingAtOnceOnManyNodesGetDistinctAddressesAndOnePodOneAddress) {
+    // Five pods fill the pool (5 addresses); each starts on two nodes at once (a reschedule
+    // racing its first start): one address per pod, five distinct, one owner each in etcd.
+    std::vector<std::thread> threads;
+    std::vector<ProcessResult> results(10);
+    for (int p = 0; p < 5; ++p) {
+        for (int n = 0; n < 2; ++n) {
+            threads.emplace_back([&, p, n] {
+                results[size_t(p * 2 + n)] =
+                    add(n + p % 2, "c" + std::to_string(p) + "-" + std::to_string(n),
+                        "db-" + std::to_string(p));
+            });
+        }
+    }
+    for (auto& t : threads) t.join();
+    std::set<std::string> distinct;
+    for (int p = 0; p < 5; ++p) {
+        std::set<std::string> of_pod;
+        for (int n = 0; n < 2; ++n) {
+            const auto& r = results[size_t(p * 2 + n)];
+            ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+            of_pod.insert(address(r));
+        }
+        EXPECT_EQ(of_pod.size(), 1u) << "pod db-" << p << " got two addresses";
+        distinct.insert(*of_pod.begin());
+    }
+    EXPECT_EQ(distinct.size(), 5u);
+    EXPECT_EQ(claims_in_etcd().size(), 5u);
+    // The pool is full: a sixth pod is told so.
+    auto sixth = add(0, "c6", "db-6");
+    EXPECT_EQ(sixth.exit_code, 1);
+    EXPECT_EQ(sixth.json()["code"], 100) << sixth.out;
+}
+
+TEST_F(FixedAcrossNodes, ClusterGcReleasesTheClaimsOfNodesThatNoLongerExist) {
+    ASSERT_EQ(add(0, "c1", "db-0").exit_code, 0);
+    ASSERT_EQ(add(1, "c2", "db-1").exit_code, 0);
+    const std::string live = dir.sub("live");
+    write_file(live, "node-0\n");
+    auto gc = run_ctl(
+        {"cluster", "gc", "--config", config_file(0), "--live-nodes", live, "--apply", "--json"});
+    ASSERT_EQ(gc.exit_code, 0) << gc.out << gc.err;
+    bool released_claim = false;
+    const json answer = gc.json();  // (iterating a temporary's member would read freed memory)
+    for (const auto& r : answer["blocks"]) {
+        EXPECT_EQ(r["node"], "node-1") << gc.out;
+        released_claim =
+            released_claim || r["block"].get<std::string>().find("claim sts:shop/db-1/eth0") == 0;
+    }
+    EXPECT_TRUE(released_claim) << gc.out << gc.err;
+    auto claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u);
+    EXPECT_EQ(claims[0].node, "node-0");
+}
+
+TEST_F(FixedAcrossNodes, AnOrdinaryPodIsNeverServedFromAFixedAddressPool) {
+    json c = config(0);
+    c["ipam"]["fixedAddressPools"] = json::array({"sts"});
+    c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = {
+        {"ipam.spidernet.io/ippool", "{\"ipv4\": [\"sts\"]}"}};
+    auto r = run_plugin(cni_env("ADD", "plain"), c.dump());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.json()["code"], 100) << r.out;
+    EXPECT_NE(r.json()["msg"].get<std::string>().find("fixed addresses only"), std::string::npos)
+        << r.out;
+    EXPECT_TRUE(claims_in_etcd().empty());
+}
+
+}  // namespace
+}  // namespace shmipam::testing
