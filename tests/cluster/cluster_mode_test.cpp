@@ -289,6 +289,27 @@ TEST_F(ClusterMode, AfterARebootANodeAdoptsBlocksTheStoreGivesItAndNeverUsesOnes
     EXPECT_EQ(ls.exit_code, 0) << ls.out;
 }
 
+// A requested address (CNI_ARGS IP=) claims the block that holds it when no node owns it
+// (Calico's AssignIP); in another node's block it is refused, naming that node.
+TEST_F(ClusterMode, ARequestedAddressClaimsItsBlockOrIsRefusedNamingTheNodeThatOwnsIt) {
+    json c0 = config(0), c1 = config(1);
+    auto mine =
+        run_plugin(cni_env("ADD", "a", "eth0", "IgnoreUnknown=1;IP=10.77.0.100"), c0.dump());
+    ASSERT_EQ(mine.exit_code, 0) << mine.out << mine.err;
+    EXPECT_EQ(mine.json()["ips"][0]["address"], "10.77.0.100/24");
+    bool owned = false;
+    for (const auto& b : store_blocks()) {
+        owned = owned || (b.cidr.to_string() == "10.77.0.96/28" && b.node == "node-0");
+    }
+    EXPECT_TRUE(owned) << "the requested address's block was not claimed for node-0";
+    auto theirs =
+        run_plugin(cni_env("ADD", "b", "eth0", "IgnoreUnknown=1;IP=10.77.0.101"), c1.dump());
+    EXPECT_EQ(theirs.exit_code, 1) << theirs.out;
+    EXPECT_EQ(theirs.json()["code"], 101) << theirs.out;
+    EXPECT_NE(theirs.json()["msg"].get<std::string>().find("node-0"), std::string::npos)
+        << theirs.out;
+}
+
 TEST_F(ClusterMode, AnEmptiedBlockIsGivenBackAfterItsMinimumAgeAndTheNodeKeepsOne) {
     json c = config(0);
     c["ipam"]["claimAheadPercent"] = 0;
