@@ -2,7 +2,6 @@
 
 #include <ctime>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <set>
 
 #include "engine/addr/fingerprint.h"
@@ -14,14 +13,6 @@ using engine::IpAddress;
 using nlohmann::json;
 
 namespace {
-
-std::string nonce() {
-    static std::random_device rd;
-    static std::mt19937_64 rng(rd() ^ (uint64_t(rd()) << 32));
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-    return buf;
-}
 
 // The key's last part: "10.1.0.64-26" (a '/' would be a path separator for people reading).
 std::string block_name(const Cidr& block) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "cluster/base64.h"
@@ -284,6 +285,14 @@ Expected<EtcdClient::Status> EtcdClient::status() {
     auto j = parsed(call("/v3/maintenance/status", "{}"), header_);
     if (!j) return j.error();
     return Status{header_.member_id, uint_of(*j, "leader")};
+}
+
+std::string nonce() {
+    static std::random_device rd;
+    static std::mt19937_64 rng(rd() ^ (uint64_t(rd()) << 32));
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+    return buf;
 }
 
 Expected<bool> EtcdClient::txn(const std::vector<Compare>& compares,

@@ -100,4 +100,8 @@ class EtcdClient {
     size_t preferred_ = 0;  // the endpoint that answered last
 };
 
+// 16 random hex digits: what makes a value written by create_if_absent or txn this writer's own
+// (an attempt that timed out after its commit is told apart by re-reading).
+std::string nonce();
+
 }  // namespace shmipam::cluster

@@ -1,21 +1,12 @@
 #include "cluster/fixed_claims.h"
 
 #include <nlohmann/json.hpp>
-#include <random>
 
 namespace shmipam::cluster {
 
 using nlohmann::json;
 
 namespace {
-
-std::string nonce() {
-    static std::random_device rd;
-    static std::mt19937_64 rng(rd() ^ (uint64_t(rd()) << 32));
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-    return buf;
-}
 
 std::optional<FixedClaim> claim_of(const std::string& key, const KeyValue& kv) {
     const json v = json::parse(kv.value, nullptr, false);

@@ -50,6 +50,17 @@ void make_dirs(const std::string& dir) {
     }
 }
 
+// Writes the helper's request: a helper that died before reading must not kill the plugin with
+// SIGPIPE.
+void write_ignoring_sigpipe(int fd, const std::string& input) {
+    struct sigaction ignore {
+    }, before{};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &before);
+    (void)!::write(fd, input.data(), input.size());
+    ::sigaction(SIGPIPE, &before, nullptr);
+}
+
 // `lock_fd` (>= 0): the pool's helper lock, held, handed to the helper as its fd 3.
 Expected<std::string> run_helper(const std::string& path, const std::string& input,
                                  int lock_fd = -1) {
@@ -80,13 +91,7 @@ Expected<std::string> run_helper(const std::string& path, const std::string& inp
                                          " (install shmipam-cluster beside the plugin, or set "
                                          "ipam.clusterHelper)");
     }
-    // A helper that died before reading must not kill the plugin with SIGPIPE.
-    struct sigaction ignore {
-    }, before{};
-    ignore.sa_handler = SIG_IGN;
-    ::sigaction(SIGPIPE, &ignore, &before);
-    (void)!::write(in[1], input.data(), input.size());
-    ::sigaction(SIGPIPE, &before, nullptr);
+    write_ignoring_sigpipe(in[1], input);
     ::close(in[1]);
     std::string text;
     char buf[4096];
@@ -181,14 +186,7 @@ void spawn_detached(const std::string& path, const std::string& input, int lock_
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     ::close(in[0]);
-    if (rc == 0) {
-        struct sigaction ignore {
-        }, before{};
-        ignore.sa_handler = SIG_IGN;
-        ::sigaction(SIGPIPE, &ignore, &before);
-        (void)!::write(in[1], input.data(), input.size());
-        ::sigaction(SIGPIPE, &before, nullptr);
-    }
+    if (rc == 0) write_ignoring_sigpipe(in[1], input);
     ::close(in[1]);
 }
 

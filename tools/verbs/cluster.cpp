@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -164,17 +165,29 @@ Expected<std::set<std::string>> live_nodes(const std::string& path) {
     return out;
 }
 
+// The store's client for the config's etcd, and every pool's blocks as it says now.
+struct StoreView {
+    std::unique_ptr<cluster::EtcdClient> etcd;
+    std::map<std::string, std::vector<cluster::Block>> blocks;
+};
+Expected<StoreView> read_store(const ClusterSetup& setup) {
+    auto cfg = cluster::etcd_config_from_json(setup.etcd);
+    if (!cfg) return cfg.error();
+    StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}};
+    auto all = cluster::BlockStore(*v.etcd, cluster::etcd_prefix(setup.etcd)).all_blocks();
+    if (!all) return all.error();
+    v.blocks = std::move(*all);
+    return v;
+}
+
 }  // namespace
 
 int cmd_cluster_ls(const Options& o) {
     auto setup = read_setup(o);
     if (!setup) return cannot_read(setup.error());
-    auto cfg = cluster::etcd_config_from_json(setup->etcd);
-    if (!cfg) return cannot_read(cfg.error());
-    cluster::EtcdClient etcd(*cfg);
-    cluster::BlockStore store(etcd, cluster::etcd_prefix(setup->etcd));
-    auto in_store = store.all_blocks();
-    if (!in_store) return cannot_read(in_store.error());
+    auto view = read_store(*setup);
+    if (!view) return cannot_read(view.error());
+    auto* in_store = &view->blocks;
 
     // (pool, block) -> row; the store's blocks first, then this node's cache and arenas.
     std::map<std::pair<std::string, std::string>, ClusterBlockRow> rows;
@@ -263,12 +276,11 @@ int cmd_cluster_gc(const Options& o) {
             "--live-nodes lists no node: that would release every block of the cluster; "
             "refusing (give the cluster's Node list)");
     }
-    auto cfg = cluster::etcd_config_from_json(setup->etcd);
-    if (!cfg) return cannot_read(cfg.error());
-    cluster::EtcdClient etcd(*cfg);
+    auto view = read_store(*setup);
+    if (!view) return cannot_read(view.error());
+    cluster::EtcdClient& etcd = *view->etcd;
     cluster::BlockStore store(etcd, cluster::etcd_prefix(setup->etcd));
-    auto in_store = store.all_blocks();
-    if (!in_store) return cannot_read(in_store.error());
+    auto* in_store = &view->blocks;
     // A list that names none of the nodes owning blocks is almost surely the wrong list.
     std::set<std::string> owners;
     for (const auto& [pool, blocks] : *in_store) {
