@@ -533,8 +533,17 @@ TEST_F(ClusterMode, ClaimsAndReleasesRacingOnThreeNodesNeverGiveAnAddressTwice) 
             auto r = children[d]->wait();
             EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
         }
-        ::usleep(300 * 1000);  // the releases the DELs started
-        const auto blocks = store_blocks();
+        // The releases the DELs started (detached helpers): until the store changes, or 3 s.
+        auto blocks = store_blocks();
+        for (int i = 0; i < 30; ++i) {
+            std::set<std::pair<std::string, std::string>> now;
+            for (const auto& b : blocks) now.insert({b.node, b.cidr.to_string()});
+            bool changed = false;
+            for (const auto& o : owned_before) changed = changed || now.count(o) == 0;
+            if (changed || owned_before.empty()) break;
+            ::usleep(100 * 1000);
+            blocks = store_blocks();
+        }
         std::set<std::pair<std::string, std::string>> owned_now;
         for (const auto& b : blocks) owned_now.insert({b.node, b.cidr.to_string()});
         for (const auto& o : owned_before) given_back += owned_now.count(o) == 0;
