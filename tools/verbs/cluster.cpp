@@ -35,21 +35,11 @@ struct ClusterSetup {
     std::string node, data_dir, run_dir;
 };
 
-std::string read_all(const std::string& path) {
-    std::stringstream ss;
-    if (path == "-") {
-        ss << std::cin.rdbuf();
-    } else {
-        std::ifstream f(path);
-        if (!f) return {};
-        ss << f.rdbuf();
-    }
-    return ss.str();
-}
-
 // The ipam section holding "etcd" in a network config or conflist (its "plugins").
 Expected<ClusterSetup> read_setup(const Options& o) {
-    const json doc = json::parse(read_all(o.cluster_config), nullptr, false);
+    auto config_text = read_input(o.cluster_config);
+    if (!config_text) return config_text.error();
+    const json doc = json::parse(*config_text, nullptr, false);
     const json* ipam = nullptr;
     if (doc.is_object() && doc.contains("ipam") && doc["ipam"].is_object()) ipam = &doc["ipam"];
     if (doc.is_object() && doc.contains("plugins") && doc["plugins"].is_array()) {
@@ -120,7 +110,9 @@ bool node_name(const std::string& n) {
 // (`kubectl get nodes -o json`), or one name per line. Anything else is refused, never read
 // as names: a gc with the wrong list releases the blocks of nodes that run.
 Expected<std::set<std::string>> live_nodes(const std::string& path) {
-    const std::string text = read_all(path);
+    auto input = read_input(path);
+    if (!input) return input.error();
+    const std::string& text = *input;
     std::set<std::string> out;
     const size_t start = text.find_first_not_of(" \t\r\n");
     const bool looks_json =

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "base/directory.h"
 #include "tools/render/json.h"
@@ -37,6 +39,18 @@ bool valid_network_name(const std::string& n) {
         if (n.rfind(kind, 0) == 0) return one_component(n.substr(std::strlen(kind)));
     }
     return one_component(n);
+}
+
+Expected<std::string> read_input(const std::string& path) {
+    std::stringstream ss;
+    if (path == "-") {
+        ss << std::cin.rdbuf();
+    } else {
+        std::ifstream f(path);
+        if (!f) return make_error(Code::kIo, "cannot read " + path);
+        ss << f.rdbuf();
+    }
+    return ss.str();
 }
 
 std::string state_dir_of(const Options& o) {

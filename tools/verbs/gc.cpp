@@ -15,17 +15,11 @@ namespace shmipam::tools {
 using nlohmann::json;
 
 int cmd_gc(const Options& o) {
-    std::stringstream ss;
-    if (o.valid_file == "-") {
-        ss << std::cin.rdbuf();
-    } else {
-        std::ifstream f(o.valid_file);
-        if (!f) return cannot_read("cannot read " + o.valid_file);
-        ss << f.rdbuf();
-    }
+    auto text = read_input(o.valid_file);
+    if (!text) return cannot_read(text.error());
     // The CNI GC shape: a list of {"containerID", "ifname"}, or a config holding
     // "cni.dev/valid-attachments".
-    json doc = json::parse(ss.str(), nullptr, false);
+    json doc = json::parse(*text, nullptr, false);
     if (doc.is_object() && doc.contains("cni.dev/valid-attachments"))
         doc = doc["cni.dev/valid-attachments"];
     if (!doc.is_array()) {

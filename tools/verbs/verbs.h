@@ -69,6 +69,9 @@ int release_claim(const Options& o);
 
 // ---- shared by the verbs (common.cpp) ----
 
+// A verb's input file, or stdin for "-".
+Expected<std::string> read_input(const std::string& path);
+
 // Says what could not be read on stderr; returns kExitCannotRead.
 int cannot_read(const Error& e);
 int cannot_read(const std::string& message);
