@@ -63,10 +63,20 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
             continue;
         }
         // A new claim: an address no claim holds, both keys created at once.
+        between_read_and_list();
         auto taken_kvs = etcd_.get_prefix(prefix_ + "/v1/pools/" + pool + "/addresses/");
         if (!taken_kvs) return taken_kvs.error();
         std::set<std::string> taken;
-        for (const KeyValue& kv : *taken_kvs) taken.insert(kv.key.substr(kv.key.rfind('/') + 1));
+        bool created_meanwhile = false;
+        for (const KeyValue& kv : *taken_kvs) {
+            taken.insert(kv.key.substr(kv.key.rfind('/') + 1));
+            const json v = json::parse(kv.value, nullptr, false);
+            created_meanwhile = created_meanwhile || (v.is_object() && v.value("claim", "") == key);
+        }
+        // The claim was created after it was read (the same pod starting on another node at
+        // once): its address is among the taken ones, and perhaps the last one free. The next
+        // pass reads it and takes it over, where picking would have found none left.
+        if (created_meanwhile) continue;
         const std::optional<engine::IpAddress> a = pick(taken);
         if (!a) {
             return make_error(Code::kNoAddressFree,

@@ -35,6 +35,7 @@ struct FixedClaim {
 class FixedClaims {
   public:
     FixedClaims(EtcdClient& etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+    virtual ~FixedClaims() = default;
 
     // The claim `key` of `pool` for `node`: the one it has (taken over from another node if
     // needed: *moved_from names it), or a new one with the address `pick` chooses among those
@@ -53,6 +54,11 @@ class FixedClaims {
     Expected<std::vector<std::pair<std::string, FixedClaim>>> everywhere();
     // Deletes a claim read as `c` if unchanged since (cluster gc).
     Expected<bool> remove(const std::string& pool, const FixedClaim& c);
+
+  protected:
+    // A seam for the two-actor test (tests/cluster/fixed_claims_test.cpp): a second writer's
+    // whole take runs between this one's read of its claim and its listing of taken addresses.
+    virtual void between_read_and_list() {}
 
   private:
     std::string claim_key(const std::string& pool, const std::string& key) const;

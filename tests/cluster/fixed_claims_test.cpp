@@ -1,0 +1,89 @@
+// Fixed-address claims against a real 3-member etcd (cluster/fixed_claims.h): deterministic
+// two-writer interleavings at the one step where two nodes starting the same pod can cross.
+#include "cluster/fixed_claims.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/etcd_cluster.h"
+
+namespace shmipam::cluster {
+namespace {
+
+using testing::EtcdCluster;
+
+// A take that lets a second writer's whole take run between its read of the claim and its
+// listing of the taken addresses.
+class InterleavedClaims : public FixedClaims {
+  public:
+    InterleavedClaims(EtcdClient& etcd, std::function<void()> second)
+        : FixedClaims(etcd, "/shmipam"), second_(std::move(second)) {}
+
+  protected:
+    void between_read_and_list() override {
+        if (second_) std::exchange(second_, nullptr)();
+    }
+
+  private:
+    std::function<void()> second_;
+};
+
+class FixedClaimRace : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        SHMIPAM_REQUIRE_ETCD();
+        etcd = std::make_unique<EtcdCluster>(3);
+        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
+    }
+    EtcdConfig config() const {
+        EtcdConfig c;
+        c.endpoints = etcd->client_urls();
+        return c;
+    }
+    std::unique_ptr<EtcdCluster> etcd;
+};
+
+// The first free address of a pool that holds only `only`.
+FixedClaims::Pick only(const char* text) {
+    return [a = *engine::IpAddress::parse(text)](const std::set<std::string>& taken) {
+        return taken.count(a.to_string()) ? std::nullopt : std::optional(a);
+    };
+}
+
+// Found by CI (FixedAcrossNodes.PodsStartingAtOnceOnManyNodes...): a StatefulSet pod started on
+// two nodes at once. Node b read no claim; node a then created it, with the pool's last free
+// address; node b listed the taken addresses, found none left and failed the pod with 100
+// instead of reading the claim again and taking it over.
+TEST_F(FixedClaimRace, AClaimCreatedBetweenTheReadAndTheListingIsTakenOverNotReportedAsPoolFull) {
+    EtcdClient a_client(config()), b_client(config());
+    FixedClaims a(a_client, "/shmipam");
+    Expected<FixedClaim> a_took = make_error(Code::kInternal, "node a's take did not run");
+    InterleavedClaims b(b_client, [&] {
+        a_took = a.take("sts", "sts:shop/db-0/eth0", "node-a", only("10.78.0.2"));
+    });
+    std::string moved_from;
+    auto b_took = b.take("sts", "sts:shop/db-0/eth0", "node-b", only("10.78.0.2"), &moved_from);
+    ASSERT_TRUE(a_took) << a_took.error().msg;
+    ASSERT_TRUE(b_took) << b_took.error().msg;
+    EXPECT_EQ(b_took->address.to_string(), "10.78.0.2");
+    EXPECT_EQ(moved_from, "node-a");
+    auto all = a.all("sts");
+    ASSERT_TRUE(all) << all.error().msg;
+    ASSERT_EQ(all->size(), 1u) << "one pod, one claim";
+    EXPECT_EQ((*all)[0].node, "node-b") << "the later start holds it";
+}
+
+// The same step, when what was created meanwhile is another pod's claim on the last address:
+// the pool is full, and the pod is told so (100), not made to wait or retry.
+TEST_F(FixedClaimRace, AnotherPodsClaimOnTheLastAddressCreatedMeanwhileLeavesThePoolFull) {
+    EtcdClient a_client(config()), b_client(config());
+    FixedClaims a(a_client, "/shmipam");
+    InterleavedClaims b(b_client, [&] {
+        ASSERT_TRUE(a.take("sts", "sts:shop/db-1/eth0", "node-a", only("10.78.0.2")));
+    });
+    auto b_took = b.take("sts", "sts:shop/db-0/eth0", "node-b", only("10.78.0.2"));
+    ASSERT_FALSE(b_took);
+    EXPECT_EQ(b_took.error().code, Code::kNoAddressFree) << b_took.error().msg;
+}
+
+}  // namespace
+}  // namespace shmipam::cluster
