@@ -121,15 +121,27 @@ std::string cluster_state_dir(const NetConf& nc) {
     return nc.network.data_dir + "/_cluster";
 }
 
-Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
-                                     const pools::IpSet& usable) {
-    auto blocks = cluster::read_block_cache(cluster::block_cache_path(cluster_state_dir(nc), pool));
+pools::IpSet OwnBlocks::all() const {
+    pools::IpSet out = kept;
+    for (const auto& i : marked.intervals()) out.add(i.first, i.last);
+    return out;
+}
+
+Expected<OwnBlocks> in_own_blocks(const NetConf& nc, const std::string& pool,
+                                  const pools::IpSet& usable) {
+    const std::string dir = cluster_state_dir(nc);
+    auto blocks = cluster::read_block_cache(cluster::block_cache_path(dir, pool));
     if (!blocks) return blocks.error();
-    pools::IpSet out(usable.family());
+    std::set<std::string> marked;  // one getdents when none is
+    for (const auto& due : cluster::read_release_due(dir, pool)) {
+        marked.insert(due.block.to_string());
+    }
+    OwnBlocks out{pools::IpSet(usable.family()), pools::IpSet(usable.family())};
     for (const auto& b : *blocks) {
         if (b.cidr.address.family != usable.family()) continue;
+        pools::IpSet& to = marked.count(b.cidr.to_string()) ? out.marked : out.kept;
         const pools::IpSet in_block = usable.intersect(b.cidr);
-        for (const auto& i : in_block.intervals()) out.add(i.first, i.last);
+        for (const auto& i : in_block.intervals()) to.add(i.first, i.last);
     }
     return out;
 }

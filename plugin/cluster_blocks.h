@@ -18,9 +18,15 @@ namespace shmipam::cni {
 // Where the node's block caches and its pinned cluster id live: <dataDir>/_cluster.
 std::string cluster_state_dir(const NetConf& nc);
 
-// `usable` narrowed to the blocks this node owns of `pool`, as its cache says.
-Expected<pools::IpSet> in_own_blocks(const NetConf& nc, const std::string& pool,
-                                     const pools::IpSet& usable);
+// `usable` narrowed to the blocks this node owns of `pool`, as its cache says: those a DEL
+// marked to be given back (emptied) apart, for ADDs to try last, so that a node under churn
+// lets an emptied block drain instead of refilling it at once (docs/cluster.md).
+struct OwnBlocks {
+    pools::IpSet kept, marked;
+    pools::IpSet all() const;
+};
+Expected<OwnBlocks> in_own_blocks(const NetConf& nc, const std::string& pool,
+                                  const pools::IpSet& usable);
 
 // A node's first ADD of `pool` since it booted (no <runDir>/_cluster/<pool>.reconciled, which
 // lives on tmpfs): the helper brings the cache in line with the store, adopting blocks the store

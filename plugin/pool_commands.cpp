@@ -223,14 +223,21 @@ struct FamilyClaim {
             }
             if (nc.pool_mode->cluster) reconcile_after_boot(nc, c.name, object.subnet, usable);
             for (int round = 0;; ++round) {
-                pools::IpSet here = usable;
+                // Cluster mode: the node's blocks, those marked to be given back tried last (a
+                // sticky pod's claim, which a narrower set would drop, sees them all at once).
+                std::vector<pools::IpSet> tries{usable};
+                pools::IpSet mine_all = usable;
                 if (nc.pool_mode->cluster) {
                     auto mine = in_own_blocks(nc, c.name, usable);
                     if (!mine) return mine.error();
-                    here = std::move(*mine);
+                    mine_all = mine->all();
+                    tries = request.claim ? std::vector<pools::IpSet>{mine_all}
+                                          : std::vector<pools::IpSet>{mine->kept, mine->marked};
                 }
                 auto out = make_error(Code::kNoAddressFree, "");
-                if (!here.empty() && (!wanted || here.contains(*wanted))) {
+                bool given_back = false;
+                for (const pools::IpSet& here : tries) {
+                    if (here.empty() || (wanted && !here.contains(*wanted))) continue;
                     auto at = store_for(state, object, here);
                     if (!at) return at.error();
                     OpenState& s = opened[*at];
@@ -258,11 +265,12 @@ struct FamilyClaim {
                                               "this node's blocks of " + c.name +
                                                   " kept being given back during the ADD");
                         }
-                        continue;
+                        given_back = true;
+                        break;
                     }
                     if (added) {
                         if (nc.pool_mode->cluster && !added->existing) {
-                            claim_ahead(nc, c.name, object.subnet, usable, here, *s.store);
+                            claim_ahead(nc, c.name, object.subnet, usable, mine_all, *s.store);
                         }
                         if (req.claim && !added->existing) new_claims.push_back(*at);
                         holding.push_back(*at);
@@ -270,7 +278,9 @@ struct FamilyClaim {
                         return std::nullopt;
                     }
                     out = added.error();
+                    if (out.code != Code::kNoAddressFree) return out;
                 }
+                if (given_back) continue;
                 if (out.code != Code::kNoAddressFree) return out;
                 // Cluster mode tries a few times: concurrent ADDs on the node may fill the block
                 // just claimed (by its helper, or by another ADD's) before this one gets there.
