@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "tests/support/etcd_cluster.h"
+#include "tests/support/three_etcd_members.h"
 
 namespace shmipam::cluster {
 namespace {
@@ -56,19 +56,9 @@ TEST(BlockOrder, AnIpv6Slash64HasBlocksToTry) {
     EXPECT_EQ(distinct.size(), 4096u);
 }
 
-class Blocks : public ::testing::Test {
+class Blocks : public testing::ThreeEtcdMembers {
   protected:
-    void SetUp() override {
-        SHMIPAM_REQUIRE_ETCD();
-        etcd = std::make_unique<EtcdCluster>(3);
-        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
-    }
-    EtcdConfig config() const {
-        EtcdConfig c;
-        c.endpoints = etcd->client_urls();
-        return c;
-    }
-    std::unique_ptr<EtcdCluster> etcd;
+    EtcdConfig config() const { return client_config(); }
 };
 
 // 8 nodes, 3 claimers each at once (concurrent ADDs that all need a block), on a /24 cut into

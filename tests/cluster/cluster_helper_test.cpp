@@ -12,22 +12,17 @@
 
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
-#include "tests/support/etcd_cluster.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/three_etcd_members.h"
 
 namespace shmipam::testing {
 namespace {
 
 using nlohmann::json;
 
-class ClusterHelper : public ::testing::Test {
+class ClusterHelper : public testing::ThreeEtcdMembers {
   protected:
-    void SetUp() override {
-        SHMIPAM_REQUIRE_ETCD();
-        etcd = std::make_unique<EtcdCluster>(3);
-        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
-    }
     json request(const std::string& node, size_t max_blocks = 32) const {
         return {{"etcd", {{"endpoints", etcd->client_urls()}, {"budgetMs", 3000}}},
                 {"pool", "default"},
@@ -52,7 +47,6 @@ class ClusterHelper : public ::testing::Test {
     }
 
     TempDir dir;
-    std::unique_ptr<EtcdCluster> etcd;
 };
 
 // Helpers SIGKILLed at random points of their claims (before their etcd transaction, between it

@@ -312,22 +312,33 @@ TEST_F(ClusterMode, ARequestedAddressClaimsItsBlockOrIsRefusedNamingTheNodeThatO
         << theirs.out;
 }
 
+// 20 pods p0..p19 added on node 0 with `cfg`: two /28 blocks, one full (16) and one not (4).
+struct PodsOnTwoBlocks {
+    std::map<std::string, std::vector<std::string>> pods_in;  // block -> pods
+    std::string full, partial;
+};
+PodsOnTwoBlocks twenty_pods_on_two_blocks(const std::string& cfg) {
+    PodsOnTwoBlocks out;
+    for (int p = 0; p < 20; ++p) {
+        auto r = run_plugin(cni_env("ADD", "p" + std::to_string(p)), cfg);
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        if (r.exit_code != 0) return out;
+        out.pods_in[block_of(r.json()["ips"][0]["address"])].push_back("p" + std::to_string(p));
+    }
+    EXPECT_EQ(out.pods_in.size(), 2u);
+    for (const auto& [b, pods] : out.pods_in) (pods.size() == 16 ? out.full : out.partial) = b;
+    EXPECT_FALSE(out.full.empty());
+    return out;
+}
+
 TEST_F(ClusterMode, AnEmptiedBlockIsGivenBackAfterItsMinimumAgeAndTheNodeKeepsOne) {
     json c = config(0);
     c["ipam"]["claimAheadPercent"] = 0;
     c["ipam"]["blockMinAgeS"] = 1;
     const std::string cfg = c.dump();
-    std::map<std::string, std::vector<std::string>> pods_in;  // block -> pods
-    for (int p = 0; p < 20; ++p) {
-        auto r = run_plugin(cni_env("ADD", "p" + std::to_string(p)), cfg);
-        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-        pods_in[block_of(r.json()["ips"][0]["address"])].push_back("p" + std::to_string(p));
-    }
-    ASSERT_EQ(pods_in.size(), 2u);
+    auto [pods_in, full, partial] = twenty_pods_on_two_blocks(cfg);
+    ASSERT_FALSE(full.empty() || partial.empty()) << "20 pods did not fill a block and start one";
     ASSERT_EQ(blocks_of(store_blocks(), "node-0"), 2u);
-    std::string full, partial;
-    for (const auto& [b, pods] : pods_in) (pods.size() == 16 ? full : partial) = b;
-    ASSERT_FALSE(full.empty());
     ::usleep(1200 * 1000);  // both blocks older than blockMinAgeS
     for (const auto& pod : pods_in[partial]) {
         auto r = run_plugin(cni_env("DEL", pod), cfg);
@@ -362,16 +373,8 @@ TEST_F(ClusterMode, AnAddLeavesABlockMarkedToBeGivenBackAloneWhileAnotherHasRoom
     c["ipam"]["claimAheadPercent"] = 0;
     c["ipam"]["blockMinAgeS"] = 3600;  // marked, never due within the test
     const std::string cfg = c.dump();
-    std::map<std::string, std::vector<std::string>> pods_in;  // block -> pods
-    for (int p = 0; p < 20; ++p) {
-        auto r = run_plugin(cni_env("ADD", "p" + std::to_string(p)), cfg);
-        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-        pods_in[block_of(r.json()["ips"][0]["address"])].push_back("p" + std::to_string(p));
-    }
-    ASSERT_EQ(pods_in.size(), 2u);
-    std::string full, partial;
-    for (const auto& [b, pods] : pods_in) (pods.size() == 16 ? full : partial) = b;
-    ASSERT_FALSE(full.empty());
+    auto [pods_in, full, partial] = twenty_pods_on_two_blocks(cfg);
+    ASSERT_FALSE(full.empty() || partial.empty()) << "20 pods did not fill a block and start one";
     // The partial block emptied (marked), 8 of the full one's pods deleted (no mark).
     std::vector<std::string> deleting = pods_in[partial];
     deleting.insert(deleting.end(), pods_in[full].begin(), pods_in[full].begin() + 8);

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "cluster/cluster_identity.h"
-#include "tests/support/etcd_cluster.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/three_etcd_members.h"
 
 namespace shmipam::cluster {
 namespace {
@@ -22,16 +22,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testing::EtcdCluster;
 
-class Etcd : public ::testing::Test {
+class Etcd : public testing::ThreeEtcdMembers {
   protected:
-    void SetUp() override {
-        SHMIPAM_REQUIRE_ETCD();
-        etcd = std::make_unique<EtcdCluster>(3);
-        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
-    }
     EtcdConfig config() const {
-        EtcdConfig c;
-        c.endpoints = etcd->client_urls();
+        EtcdConfig c = client_config();
         c.attempt_timeout_ms = 1000;
         c.budget_ms = 5000;
         return c;
@@ -53,7 +47,6 @@ class Etcd : public ::testing::Test {
         auto it = member_of.find(leader_id);
         return it == member_of.end() ? etcd->size() : it->second;
     }
-    std::unique_ptr<EtcdCluster> etcd;
 };
 
 TEST_F(Etcd, EveryMemberAnswersForOneCluster) {

@@ -4,12 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/support/etcd_cluster.h"
+#include "tests/support/three_etcd_members.h"
 
 namespace shmipam::cluster {
 namespace {
-
-using testing::EtcdCluster;
 
 // A take that lets a second writer's whole take run between its read of the claim and its
 // listing of the taken addresses.
@@ -27,20 +25,7 @@ class InterleavedClaims : public FixedClaims {
     std::function<void()> second_;
 };
 
-class FixedClaimRace : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        SHMIPAM_REQUIRE_ETCD();
-        etcd = std::make_unique<EtcdCluster>(3);
-        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
-    }
-    EtcdConfig config() const {
-        EtcdConfig c;
-        c.endpoints = etcd->client_urls();
-        return c;
-    }
-    std::unique_ptr<EtcdCluster> etcd;
-};
+class FixedClaimRace : public testing::ThreeEtcdMembers {};
 
 // The first free address of a pool that holds only `only`.
 FixedClaims::Pick only(const char* text) {
@@ -54,7 +39,7 @@ FixedClaims::Pick only(const char* text) {
 // address; node b listed the taken addresses, found none left and failed the pod with 100
 // instead of reading the claim again and taking it over.
 TEST_F(FixedClaimRace, AClaimCreatedBetweenTheReadAndTheListingIsTakenOverNotReportedAsPoolFull) {
-    EtcdClient a_client(config()), b_client(config());
+    EtcdClient a_client(client_config()), b_client(client_config());
     FixedClaims a(a_client, "/shmipam");
     Expected<FixedClaim> a_took = make_error(Code::kInternal, "node a's take did not run");
     InterleavedClaims b(b_client, [&] {
@@ -75,7 +60,7 @@ TEST_F(FixedClaimRace, AClaimCreatedBetweenTheReadAndTheListingIsTakenOverNotRep
 // The same step, when what was created meanwhile is another pod's claim on the last address:
 // the pool is full, and the pod is told so (100), not made to wait or retry.
 TEST_F(FixedClaimRace, AnotherPodsClaimOnTheLastAddressCreatedMeanwhileLeavesThePoolFull) {
-    EtcdClient a_client(config()), b_client(config());
+    EtcdClient a_client(client_config()), b_client(client_config());
     FixedClaims a(a_client, "/shmipam");
     InterleavedClaims b(b_client, [&] {
         ASSERT_TRUE(a.take("sts", "sts:shop/db-1/eth0", "node-a", only("10.78.0.2")));

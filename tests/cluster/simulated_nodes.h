@@ -16,20 +16,19 @@
 
 #include "cluster/block_store.h"
 #include "engine/addr/ip_address.h"
-#include "tests/support/etcd_cluster.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/three_etcd_members.h"
 
 namespace shmipam::testing {
 
 using nlohmann::json;
 
-class SimulatedNodes : public ::testing::Test {
+class SimulatedNodes : public ThreeEtcdMembers {
   protected:
     void SetUp() override {
-        SHMIPAM_REQUIRE_ETCD();
-        etcd = std::make_unique<EtcdCluster>(3);
-        ASSERT_TRUE(etcd->ready()) << etcd->why_not_ready();
+        ThreeEtcdMembers::SetUp();
+        if (HasFatalFailure() || IsSkipped()) return;
         ::mkdir(dir.sub("pools").c_str(), 0755);
         write_file(dir.sub("pools") + "/pool.yaml",
                    "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
@@ -78,7 +77,6 @@ class SimulatedNodes : public ::testing::Test {
         return b ? *b : std::vector<cluster::Block>{};
     }
     TempDir dir;
-    std::unique_ptr<EtcdCluster> etcd;
 };
 
 // The lines of a node's block cache: its blocks.
