@@ -22,6 +22,8 @@ packages=(
     etcd-server           # a real 3-member etcd for the cluster tests (tests/support/etcd_cluster.h)
     etcd-client           # etcdctl: the cluster tests turn on etcd's authentication with it
     openssl               # the cluster tests' CA and certificates (etcd with client-certificate TLS)
+    podman runc           # a real container runtime for the end-to-end tests (CNI network backend)
+    busybox-static        # the test containers' whole root file system (no image pulled)
 )
 
 missing=()

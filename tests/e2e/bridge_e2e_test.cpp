@@ -100,8 +100,12 @@ TEST_F(BridgeE2E, AddressesLandInNamespacesWhichReachEachOtherAndDelRemovesThem)
     auto dump = run_ctl({"--run-dir", dir.sub("run"), "dump", "e2e", "--json"});
     const json doc = dump.json();
     for (const auto& s : doc["allocations"]) {
-        if (s["address"] == "10.123.0.2") EXPECT_EQ(s["state"], "cooling");
-        if (s["address"] == "10.123.0.3") EXPECT_EQ(s["state"], "allocated");
+        if (s["address"] == "10.123.0.2") {
+            EXPECT_EQ(s["state"], "cooling");
+        }
+        if (s["address"] == "10.123.0.3") {
+            EXPECT_EQ(s["state"], "allocated");
+        }
     }
     ASSERT_EQ(bridge_cmd("DEL", namespaces[1], "e2e-b").exit_code, 0);
 }

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/ops/allocator.h"
 #include "engine/inspect/inspect.h"
+#include "engine/ops/allocator.h"
 #include "engine/ops/open_network.h"
 #include "engine/state/network_store.h"
 #include "shm/atomic_word.h"
