@@ -24,6 +24,7 @@ packages=(
     openssl               # the cluster tests' CA and certificates (etcd with client-certificate TLS)
     podman runc           # a real container runtime for the end-to-end tests (CNI network backend)
     busybox-static        # the test containers' whole root file system (no image pulled)
+    prometheus prometheus-node-exporter  # the metrics test: a real scrape of the textfile collector
 )
 
 missing=()

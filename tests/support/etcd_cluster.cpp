@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cluster/etcd_client.h"
+#include "tests/support/free_port.h"
 
 extern char** environ;
 
@@ -22,22 +23,6 @@ namespace shmipam::testing {
 namespace {
 
 constexpr const char* kEtcd = "/usr/bin/etcd";
-
-// A port the kernel had free a moment ago (bound to 0, read back, closed).
-uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    uint16_t port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    ::close(fd);
-    return port;
-}
 
 std::string url(uint16_t port, bool tls = false) {
     return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);

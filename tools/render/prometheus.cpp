@@ -37,7 +37,7 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks,
          "gauge",
          "Addresses of a block by state (free includes never used).",
          {}},
-        {"shmipam_block_size", "gauge", "Addresses in a block.", {}},
+        {"shmipam_block_size_addresses", "gauge", "Addresses in a block.", {}},
         {"shmipam_claims_total", "counter", "Addresses allocated in a block.", {}},
         {"shmipam_releases_total", "counter", "Addresses released in a block.", {}},
         {"shmipam_cas_retries_total", "counter", "Claim CASes lost to a concurrent claimer.", {}},
@@ -59,7 +59,7 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks,
          {}},
         {"shmipam_range_addresses",
          "gauge",
-         "Addresses of a configured range by state (in_use, cooling, size).",
+         "Addresses of a configured range by state (in_use, cooling).",
          {}},
         {"shmipam_rebuild_skipped_records",
          "gauge",
@@ -69,6 +69,8 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks,
          "gauge",
          "Fixed-address claims (StatefulSet pods, VMs) by use: in_use or idle.",
          {}},
+        // Apart from the states above: a sum over `state` never counts the size in.
+        {"shmipam_range_size_addresses", "gauge", "Addresses of a configured range.", {}},
     };
     auto add = [&](size_t fam, const std::string& labels, uint64_t v) {
         fams[fam].samples.push_back(std::string(fams[fam].name) + "{" + labels + "} " +
@@ -115,7 +117,7 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks,
                 escape_label(r.start.to_string() + "-" + r.end.to_string()) + "\"";
             add(12, rl + ",state=\"in_use\"", r.in_use);
             add(12, rl + ",state=\"cooling\"", r.cooling);
-            add(12, rl + ",state=\"size\"", r.size);
+            add(15, rl, r.size);
         }
     }
     std::string out;

@@ -1,0 +1,119 @@
+// shmipam's metrics as an operator collects them: `shmipamctl metrics --textfile` writes into
+// Debian's real prometheus-node-exporter's textfile collector, Debian's real Prometheus scrapes
+// the exporter on loopback, and Prometheus's HTTP API (through promtool) answers the in-use
+// count of the network the test filled.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/e2e/e2e_support.h"
+#include "tests/support/free_port.h"
+#include "tests/support/plugin_runner.h"
+#include "tests/support/temp_dir.h"
+
+namespace shmipam::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kExporter = "/usr/bin/prometheus-node-exporter";
+constexpr const char* kPrometheus = "/usr/bin/prometheus";
+constexpr const char* kPromtool = "/usr/bin/promtool";
+
+class PrometheusE2E : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        for (const char* need : {kExporter, kPrometheus, kPromtool}) {
+            if (::access(need, X_OK) != 0) {
+                if (in_ci()) FAIL() << need << " is not installed";
+                GTEST_SKIP() << need << " is not installed (scripts/install-deps.sh installs it)";
+            }
+        }
+        std::filesystem::create_directories(dir.sub("textfile"));
+    }
+    void TearDown() override {
+        for (auto* c : {&prometheus, &exporter}) {
+            if (*c) {
+                ::kill((*c)->pid(), SIGTERM);
+                (*c)->wait();
+            }
+        }
+    }
+    // The node exporter with only its textfile collector, and Prometheus scraping it each
+    // second; Prometheus's address.
+    std::string start_scraping() {
+        const std::string exporter_at = "127.0.0.1:" + std::to_string(free_port());
+        exporter = std::make_unique<Child>(
+            std::vector<std::string>{kExporter, "--collector.disable-defaults",
+                                     "--collector.textfile",
+                                     "--collector.textfile.directory=" + dir.sub("textfile"),
+                                     "--web.listen-address=" + exporter_at},
+            std::map<std::string, std::string>{}, "");
+        std::ofstream(dir.sub("prometheus.yml"))
+            << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+               "scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ['"
+            << exporter_at << "']\n";
+        const std::string prometheus_at = "127.0.0.1:" + std::to_string(free_port());
+        prometheus = std::make_unique<Child>(
+            std::vector<std::string>{kPrometheus, "--config.file=" + dir.sub("prometheus.yml"),
+                                     "--storage.tsdb.path=" + dir.sub("tsdb"),
+                                     "--web.listen-address=" + prometheus_at},
+            std::map<std::string, std::string>{}, "");
+        return "http://" + prometheus_at;
+    }
+    // The value of `expr` as Prometheus answers it, polled until it has one (up to 60 s).
+    std::optional<double> query(const std::string& server, const std::string& expr) {
+        for (int i = 0; i < 120; ++i) {
+            auto r =
+                run_process({kPromtool, "query", "instant", "-o", "json", server, expr}, {}, "");
+            const json j = r.json();
+            if (r.exit_code == 0 && j.is_array() && !j.empty()) {
+                return std::stod(j[0]["value"][1].get<std::string>());
+            }
+            ::usleep(500 * 1000);
+        }
+        return std::nullopt;
+    }
+    TempDir dir;
+    std::unique_ptr<Child> exporter, prometheus;
+};
+
+TEST_F(PrometheusE2E, PrometheusScrapesTheInUseCountOfANetworkTheTestFilled) {
+    const std::string cfg = make_config(dir.path(), "metricsnet", "1.0.0", "10.125.0.0/24").dump();
+    for (int i = 0; i < 20; ++i) {
+        auto r = run_plugin(cni_env("ADD", "c" + std::to_string(i)), cfg);
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    for (int i = 0; i < 3; ++i) {
+        auto r = run_plugin(cni_env("DEL", "c" + std::to_string(i)), cfg);
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    auto m = run_ctl({"--run-dir", dir.sub("run"), "metrics", "--textfile", dir.sub("textfile")});
+    ASSERT_EQ(m.exit_code, 0) << m.out << m.err;
+    const std::string server = start_scraping();
+    auto in_use =
+        query(server, "sum(shmipam_addresses{network=\"metricsnet\",state=\"allocated\"})");
+    ASSERT_TRUE(in_use) << "Prometheus never answered; the exporter serves:\n"
+                        << run_process({"/bin/cat", dir.sub("textfile/shmipam.prom")}, {}, "").out;
+    EXPECT_EQ(*in_use, 17.0);
+    auto adds = query(server, "shmipam_adds_total{network=\"metricsnet\"}");
+    ASSERT_TRUE(adds);
+    EXPECT_EQ(*adds, 20.0);
+    // The textfile rewritten after more ADDs: the next scrape has the new count.
+    for (int i = 20; i < 25; ++i) {
+        auto r = run_plugin(cni_env("ADD", "c" + std::to_string(i)), cfg);
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    m = run_ctl({"--run-dir", dir.sub("run"), "metrics", "--textfile", dir.sub("textfile")});
+    ASSERT_EQ(m.exit_code, 0) << m.out << m.err;
+    auto later =
+        query(server, "sum(shmipam_addresses{network=\"metricsnet\",state=\"allocated\"}) == 22");
+    ASSERT_TRUE(later) << "the new count never reached Prometheus";
+    EXPECT_EQ(*later, 22.0);
+}
+
+}  // namespace
+}  // namespace shmipam::testing
