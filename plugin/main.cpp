@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "base/build_version.h"
 #include "plugin/process.h"
 
 #ifdef SHMIPAM_ORDERED_TEXT
@@ -29,6 +30,8 @@ void populate_hot_text() {
 
 }  // namespace
 #endif
+
+SHMIPAM_STAMP_BUILD_VERSION();  // read by shmipamctl install, never by the plugin
 
 int main() {
 #ifdef SHMIPAM_ORDERED_TEXT

@@ -35,6 +35,7 @@
 #include <optional>
 #include <set>
 
+#include "base/build_version.h"
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
 #include "cluster/cluster_identity.h"
@@ -254,6 +255,8 @@ int run(const json& in) {
 }
 
 }  // namespace
+
+SHMIPAM_STAMP_BUILD_VERSION();  // read by shmipamctl install
 
 int main() {
     const std::string text{std::istreambuf_iterator<char>(std::cin),

@@ -4,7 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "base/build_version.h"
 #include "tools/verbs/verbs.h"
+
+SHMIPAM_STAMP_BUILD_VERSION();
 
 using namespace shmipam::tools;
 
@@ -80,6 +83,10 @@ int main(int argc, char** argv) {
         metrics->add_option(
             "--textfile", o.textfile_dir,
             "write <dir>/shmipam.prom atomically (node_exporter textfile collector)");
+        metrics
+            ->add_option("--every", o.every_s,
+                         "with --textfile: rewrite it every this many seconds until stopped")
+            ->check(CLI::PositiveNumber);
         auto* render = app.add_subcommand("render", "an SVG map of the network's addresses");
         net(render);
         render->add_option("--cidr", o.cidr,
@@ -141,6 +148,18 @@ int main(int argc, char** argv) {
         cluster_gc->add_flag("--apply", o.apply, "make the changes");
         cluster_gc->add_flag("--force", o.force,
                              "also when the list names none of the nodes owning blocks");
+        InstallOptions inst;
+        auto* install = app.add_subcommand(
+            "install",
+            "copy the plugin binaries into the CNI bin directory (each by a rename; a newer one "
+            "there is kept) and write a conflist unless one of its name is there");
+        install->add_option("--cni-bin-dir", inst.cni_bin_dir, "e.g. /opt/cni/bin")->required();
+        install->add_option("--cni-conf-dir", inst.cni_conf_dir, "e.g. /etc/cni/net.d")->required();
+        install->add_option("--conf", inst.conf, "the conflist to install (its file name kept)");
+        install->add_option("--from", inst.from,
+                            "where shmipam and shmipam-cluster are (default: beside shmipamctl)");
+        install->add_flag("--force", inst.force,
+                          "replace a newer binary, and a conflist that differs");
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {
@@ -160,6 +179,7 @@ int main(int argc, char** argv) {
         if (claims->parsed()) return cmd_claims(o);
         if (cluster_ls->parsed()) return cmd_cluster_ls(o);
         if (cluster_gc->parsed()) return cmd_cluster_gc(o);
+        if (install->parsed()) return cmd_install(inst);
         return kExitCannotRead;
     } catch (const std::exception& e) {
         std::cerr << "shmipamctl: " << e.what() << "\n";

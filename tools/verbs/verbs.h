@@ -24,6 +24,14 @@ struct ExplainOptions {
     std::string multus_namespace, multus_cluster_network;
 };
 
+// install (install.cpp): the plugin binaries and a conflist onto a node, as an install
+// container does.
+struct InstallOptions {
+    std::string from;  // where the binaries are (default: beside shmipamctl)
+    std::string cni_bin_dir, cni_conf_dir, conf;
+    bool force = false;
+};
+
 struct Options {
     std::string run_dir = "/run/shmipam";
     std::string network;
@@ -39,6 +47,7 @@ struct Options {
     double older_than_s = 0;
     // metrics
     std::string textfile_dir;
+    double every_s = 0;  // with textfile_dir: rewrite it this often until stopped
     // render
     std::string cidr;
     // dump-file
@@ -64,6 +73,7 @@ int cmd_explain(const Options& o);
 int cmd_claims(const Options& o);
 int cmd_cluster_ls(const Options& o);
 int cmd_cluster_gc(const Options& o);
+int cmd_install(const InstallOptions& o);
 // release --claim (claims.cpp).
 int release_claim(const Options& o);
 

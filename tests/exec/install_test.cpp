@@ -1,0 +1,133 @@
+// shmipamctl install, as the install container runs it on a node (deploy/): the binaries copied
+// in by a rename, the conflist written once and then left to the operator, a newer plugin
+// never replaced silently, bad input refused before anything changes; the installed plugin
+// serves an ADD.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "tests/support/plugin_runner.h"
+#include "tests/support/temp_dir.h"
+
+namespace shmipam::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class Install : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        for (const char* d : {"from", "bin", "net.d"}) fs::create_directories(dir.sub(d));
+        fs::copy_file(SHMIPAM_PLUGIN_PATH, dir.sub("from/shmipam"));
+        conf = json{{"cniVersion", "1.0.0"},
+                    {"name", "pods"},
+                    {"plugins", json::array({{{"type", "bridge"},
+                                              {"bridge", "cni0"},
+                                              {"ipam",
+                                               {{"type", "shmipam"},
+                                                {"subnet", "10.126.0.0/24"},
+                                                {"runDir", dir.sub("run")},
+                                                {"dataDir", dir.sub("data")}}}}})}};
+        write_file(dir.sub("10-pods.conflist"), conf.dump(2));
+    }
+    ProcessResult install(std::vector<std::string> extra = {}) {
+        std::vector<std::string> args{
+            "install",        "--from",       dir.sub("from"),
+            "--cni-bin-dir",  dir.sub("bin"), "--cni-conf-dir",
+            dir.sub("net.d"), "--conf",       dir.sub("10-pods.conflist")};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_ctl(args);
+    }
+    // A stand-in for another release's plugin: only its version stamp matters to install.
+    void put_installed(const std::string& version) {
+        write_file(dir.sub("bin/shmipam"),
+                   "\x7f"
+                   "ELF...shmipam-build-version:" +
+                       version + "\n");
+    }
+    TempDir dir;
+    json conf;
+};
+
+TEST_F(Install, CopiesThePluginAndWritesTheConflistAndTheInstalledPluginServesAnAdd) {
+    auto r = install();
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam")), read_file(SHMIPAM_PLUGIN_PATH));
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.sub("bin/shmipam").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0755u);
+    EXPECT_EQ(json::parse(read_file(dir.sub("net.d/10-pods.conflist"))), conf);
+    // No temporary file left beside them.
+    size_t files = 0;
+    for (const auto& e : fs::directory_iterator(dir.sub("bin"))) files += e.is_regular_file();
+    EXPECT_EQ(files, 1u);
+    // The installed binary, driven as the bridge plugin would, with the installed conflist's
+    // plugin config.
+    json plugin = conf["plugins"][0];
+    plugin["cniVersion"] = "1.0.0";
+    plugin["name"] = "pods";
+    auto add = run_process({dir.sub("bin/shmipam")}, cni_env("ADD", "c1"), plugin.dump());
+    ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+    EXPECT_EQ(add.json()["ips"][0]["address"], "10.126.0.2/24");
+}
+
+TEST_F(Install, ASecondRunChangesNothingAndAnOperatorsConflistIsLeftAlone) {
+    ASSERT_EQ(install().exit_code, 0);
+    auto again = install();
+    ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+    EXPECT_NE(again.out.find("unchanged " + dir.sub("bin/shmipam")), std::string::npos)
+        << again.out;
+    write_file(dir.sub("net.d/10-pods.conflist"), "{\"edited\": \"by the operator\"}");
+    auto left = install();
+    ASSERT_EQ(left.exit_code, 0) << left.out << left.err;
+    EXPECT_NE(left.out.find("left " + dir.sub("net.d/10-pods.conflist")), std::string::npos)
+        << left.out;
+    EXPECT_EQ(read_file(dir.sub("net.d/10-pods.conflist")), "{\"edited\": \"by the operator\"}");
+    ASSERT_EQ(install({"--force"}).exit_code, 0);
+    EXPECT_EQ(json::parse(read_file(dir.sub("net.d/10-pods.conflist"))), conf);
+}
+
+TEST_F(Install, ANewerInstalledPluginIsKeptUnlessForcedAndAnOlderOneIsReplaced) {
+    put_installed("99.0.0");
+    auto r = install();
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("99.0.0"), std::string::npos) << r.err;
+    EXPECT_NE(read_file(dir.sub("bin/shmipam")), read_file(SHMIPAM_PLUGIN_PATH)) << "replaced";
+    ASSERT_EQ(install({"--force"}).exit_code, 0);
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam")), read_file(SHMIPAM_PLUGIN_PATH));
+
+    put_installed("0.0.1");
+    ASSERT_EQ(install().exit_code, 0);
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam")), read_file(SHMIPAM_PLUGIN_PATH));
+    // Unversioned (host-local's name reused, an old build): replaced.
+    write_file(dir.sub("bin/shmipam"), "#!/bin/sh\n");
+    ASSERT_EQ(install().exit_code, 0);
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam")), read_file(SHMIPAM_PLUGIN_PATH));
+}
+
+TEST_F(Install, ABadConflistOrNoPluginIsRefusedBeforeAnythingChanges) {
+    for (const std::string& bad :
+         {std::string("not json"), std::string("[]"),
+          json{{"name", "x"}, {"type", "bridge"}}.dump(),
+          json{{"name", "x"},
+               {"plugins", json::array({{{"type", "bridge"}, {"ipam", {{"type", "host-local"}}}}})}}
+              .dump()}) {
+        write_file(dir.sub("10-pods.conflist"), bad);
+        auto r = install();
+        EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out;
+        EXPECT_NE(r.err.find("10-pods.conflist"), std::string::npos) << r.err;
+        EXPECT_TRUE(fs::is_empty(dir.sub("bin"))) << bad;
+        EXPECT_TRUE(fs::is_empty(dir.sub("net.d"))) << bad;
+    }
+    fs::remove(dir.sub("from/shmipam"));
+    write_file(dir.sub("10-pods.conflist"), conf.dump());
+    auto r = install();
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("no shmipam in"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_empty(dir.sub("net.d")));
+}
+
+}  // namespace
+}  // namespace shmipam::testing

@@ -1,0 +1,24 @@
+// The cluster verbs of a shmipamctl built without an etcd client: the static build shipped in
+// the image (deploy/Containerfile), which must run on any node and so links no libcurl.
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+namespace {
+
+int absent() {
+    return cannot_read(
+        "this shmipamctl (the image's static build) has no etcd client: run the cluster verbs "
+        "with the shmipamctl of a build with libcurl (docs/operations.md)");
+}
+
+}  // namespace
+
+int cmd_cluster_ls(const Options&) {
+    return absent();
+}
+int cmd_cluster_gc(const Options&) {
+    return absent();
+}
+
+}  // namespace shmipam::tools

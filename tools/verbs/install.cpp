@@ -1,0 +1,175 @@
+// shmipamctl install: what a CNI plugin's install container does on each node (deploy/): the
+// plugin binaries copied into the CNI bin directory, each by a rename so that a runtime exec'ing
+// the plugin meanwhile runs the old file or the new one, never half of one; the network's
+// conflist written into the CNI conf directory unless one of that name is there.
+//
+// A binary is replaced only when the installed one is older or unversioned: a node where a newer
+// shmipam was installed (a rollback of the DaemonSet, two DaemonSets) keeps it, and the install
+// says so and exits 1 unless --force.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "base/build_version.h"
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+namespace {
+
+// The binaries a node needs, found beside shmipamctl (or in --from). The cluster helper is
+// installed when it is there (a build without it serves single-node and pool mode).
+struct Binary {
+    const char* name;
+    bool required;
+};
+constexpr Binary kBinaries[] = {{"shmipam", true}, {"shmipam-cluster", false}};
+
+std::string self_dir() {
+    char self[PATH_MAX] = {};
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    const std::string path = n > 0 ? std::string(self, size_t(n)) : std::string();
+    return path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
+}
+
+std::optional<std::string> read_whole(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return std::nullopt;
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// Writes `bytes` to dir/name through dir/.name.tmp.<pid>: written, fsynced, renamed over, the
+// directory fsynced.
+Status replace_atomically(const std::string& dir, const std::string& name, const std::string& bytes,
+                          mode_t mode) {
+    const std::string tmp = dir + "/." + name + ".tmp." + std::to_string(::getpid());
+    const std::string path = dir + "/" + name;
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) return make_error(Code::kIo, "cannot create " + tmp + ": " + std::strerror(errno));
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += size_t(n);
+    }
+    const bool ok = done == bytes.size() && ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int e = ok ? errno : err;
+        ::unlink(tmp.c_str());
+        return make_error(Code::kIo, "cannot write " + path + ": " + std::strerror(e));
+    }
+    const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d >= 0) {
+        ::fsync(d);
+        ::close(d);
+    }
+    return Ok{};
+}
+
+// A conflist (or a single-plugin conf) whose IPAM is shmipam somewhere: what an operator means
+// to install. Anything else is refused before the directory is touched.
+std::optional<std::string> conf_problem(const std::string& text) {
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return "is not a JSON object";
+    if (!j.contains("name") || !j["name"].is_string()) return "has no \"name\"";
+    const nlohmann::json plugins =
+        j.contains("plugins") ? j["plugins"] : nlohmann::json::array({j});
+    if (!plugins.is_array()) return "has \"plugins\" that is not a list";
+    for (const auto& p : plugins) {
+        if (p.is_object() && p.contains("ipam") && p["ipam"].is_object() &&
+            p["ipam"].value("type", "") == "shmipam") {
+            return std::nullopt;
+        }
+    }
+    return "has no plugin whose ipam type is \"shmipam\"";
+}
+
+}  // namespace
+
+int cmd_install(const InstallOptions& o) {
+    if (o.cni_bin_dir.empty() || o.cni_conf_dir.empty()) {
+        return cannot_read("install needs --cni-bin-dir and --cni-conf-dir");
+    }
+    const std::string from = o.from.empty() ? self_dir() : o.from;
+    // Everything read and checked first: a bad conf or a missing binary changes nothing.
+    std::optional<std::string> conf;
+    std::string conf_name;
+    if (!o.conf.empty()) {
+        conf = read_whole(o.conf);
+        if (!conf) return cannot_read("cannot read " + o.conf + ": " + std::strerror(errno));
+        if (auto why = conf_problem(*conf)) return cannot_read(o.conf + " " + *why);
+        conf_name = o.conf.substr(o.conf.rfind('/') + 1);
+    }
+    struct Planned {
+        std::string name, bytes;
+        std::optional<BuildVersion> installed;
+        bool same = false;
+    };
+    std::vector<Planned> plan;
+    bool refused = false;
+    for (const Binary& b : kBinaries) {
+        auto bytes = read_whole(from + "/" + b.name);
+        if (!bytes) {
+            if (b.required) return cannot_read("no " + std::string(b.name) + " in " + from);
+            continue;
+        }
+        Planned p{b.name, std::move(*bytes), std::nullopt, false};
+        if (auto there = read_whole(o.cni_bin_dir + "/" + b.name)) {
+            p.same = *there == p.bytes;
+            p.installed = find_build_version(*there);
+            const auto ours = find_build_version(p.bytes);
+            if (!p.same && p.installed && ours && *ours < *p.installed && !o.force) {
+                std::cerr << "shmipamctl install: " << o.cni_bin_dir << "/" << b.name
+                          << " is version " << p.installed->text << ", newer than this "
+                          << ours->text << "; left as it is (--force replaces it)\n";
+                refused = true;
+                continue;
+            }
+        }
+        plan.push_back(std::move(p));
+    }
+    for (const Planned& p : plan) {
+        if (p.same) {
+            std::cout << "unchanged " << o.cni_bin_dir << "/" << p.name << "\n";
+            continue;
+        }
+        if (auto st = replace_atomically(o.cni_bin_dir, p.name, p.bytes, 0755); !st) {
+            return cannot_read(st.error());
+        }
+        std::cout << "installed " << o.cni_bin_dir << "/" << p.name << " ("
+                  << (p.installed ? "was " + p.installed->text : std::string("new")) << ")\n";
+    }
+    if (conf) {
+        const std::string path = o.cni_conf_dir + "/" + conf_name;
+        auto there = read_whole(path);
+        if (there && *there != *conf && !o.force) {
+            // The operator's (or an earlier release's) conflist: theirs to change.
+            std::cout << "left " << path << " as it is (it differs; --force replaces it)\n";
+        } else if (there && *there == *conf) {
+            std::cout << "unchanged " << path << "\n";
+        } else {
+            if (auto st = replace_atomically(o.cni_conf_dir, conf_name, *conf, 0644); !st) {
+                return cannot_read(st.error());
+            }
+            std::cout << "wrote " << path << "\n";
+        }
+    }
+    return refused ? kExitViolations : kExitClean;
+}
+
+}  // namespace shmipam::tools
