@@ -26,12 +26,7 @@ class PodmanE2E : public ::testing::Test {
   protected:
     void SetUp() override {
         SHMIPAM_REQUIRE_ROOT();
-        for (const char* need : {kPodman, kBusybox, RUNC_PATH}) {
-            if (::access(need, X_OK) != 0) {
-                if (in_ci()) FAIL() << need << " is not installed";
-                GTEST_SKIP() << need << " is not installed (scripts/install-deps.sh installs it)";
-            }
-        }
+        for (const char* need : {kPodman, kBusybox, RUNC_PATH}) SHMIPAM_REQUIRE_TOOL(need);
         namespace fs = std::filesystem;
         fs::create_directories(dir.sub("bin"));
         fs::create_directories(dir.sub("net"));
@@ -69,19 +64,7 @@ class PodmanE2E : public ::testing::Test {
     }
 
     ProcessResult podman(std::vector<std::string> args) const {
-        std::vector<std::string> argv{kPodman,
-                                      "--root",
-                                      dir.sub("storage"),
-                                      "--runroot",
-                                      dir.sub("runroot"),
-                                      "--storage-driver",  // overlay would mount in dir
-                                      "vfs",
-                                      "--runtime",
-                                      RUNC_WITHOUT_RLIMITS_PATH,
-                                      "--cgroup-manager",
-                                      "cgroupfs",
-                                      "--events-backend",
-                                      "file"};
+        std::vector<std::string> argv = podman_argv(dir.path());
         argv.insert(argv.end(), args.begin(), args.end());
         return run_process(
             argv, {{"CONTAINERS_CONF", dir.sub("containers.conf")}, {"HOME", "/root"}}, "");

@@ -26,12 +26,7 @@ constexpr const char* kPromtool = "/usr/bin/promtool";
 class PrometheusE2E : public ::testing::Test {
   protected:
     void SetUp() override {
-        for (const char* need : {kExporter, kPrometheus, kPromtool}) {
-            if (::access(need, X_OK) != 0) {
-                if (in_ci()) FAIL() << need << " is not installed";
-                GTEST_SKIP() << need << " is not installed (scripts/install-deps.sh installs it)";
-            }
-        }
+        for (const char* need : {kExporter, kPrometheus, kPromtool}) SHMIPAM_REQUIRE_TOOL(need);
         std::filesystem::create_directories(dir.sub("textfile"));
     }
     void TearDown() override {

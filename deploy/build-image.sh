@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the install image (deploy/Containerfile) from a release build, offline:
+#   deploy/build-image.sh [--build-dir build/release] [--tag localhost/shmipam:VERSION]
+# The image holds the static plugin and the static shmipamctl (no etcd client: cluster mode's
+# helper links libcurl and is installed from a build on the node, docs/operations.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build/release
+tag=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --build-dir) build=$2; shift 2 ;;
+    --tag) tag=$2; shift 2 ;;
+    *) echo "usage: $0 [--build-dir DIR] [--tag TAG]" >&2; exit 2 ;;
+    esac
+done
+version=$(sed -n 's/^project(shmipam VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+tag=${tag:-localhost/shmipam:$version}
+for b in shmipam shmipamctl-static; do
+    [ -x "$build/$b" ] || { echo "no $build/$b: cmake --build --preset release first" >&2; exit 2; }
+done
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+cp "$build/shmipam" "$ctx/shmipam"
+cp "$build/shmipamctl-static" "$ctx/shmipamctl"
+cp deploy/10-shmipam.conflist "$ctx/"
+podman ${PODMAN_OPTS:-} build --quiet --tag "$tag" --file deploy/Containerfile "$ctx" >/dev/null
+echo "$tag"
