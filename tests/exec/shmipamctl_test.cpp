@@ -1,5 +1,6 @@
 // shmipamctl's verbs on arenas built by real plugin runs.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -234,6 +235,33 @@ bool well_formed_xml(const std::string& s, std::string* why) {
     }
     if (!stack.empty()) return *why = "unclosed <" + stack.back() + ">", false;
     return true;
+}
+
+// The DaemonSet's metrics container: `metrics --textfile DIR --every N` rewrites the file until
+// stopped, so the node exporter serves a count at most N seconds old.
+TEST_F(Ctl, MetricsEveryRewritesTheTextfileUntilStopped) {
+    Child loop({SHMIPAMCTL_PATH, "--run-dir", dir.sub("run"), "metrics", "--textfile", dir.path(),
+                "--every", "0.2"},
+               {}, "");
+    const std::string allocated40 =
+        "shmipam_addresses{network=\"ops\",block=\"10.91.0.0/24\",state=\"allocated\"} 40";
+    const std::string allocated41 =
+        "shmipam_addresses{network=\"ops\",block=\"10.91.0.0/24\",state=\"allocated\"} 41";
+    const auto wait_for = [&](const std::string& text) {
+        for (int i = 0; i < 50; ++i) {
+            if (::access(dir.sub("shmipam.prom").c_str(), R_OK) == 0 &&
+                read_file(dir.sub("shmipam.prom")).find(text) != std::string::npos) {
+                return true;
+            }
+            ::usleep(100 * 1000);
+        }
+        return false;
+    };
+    EXPECT_TRUE(wait_for(allocated40));
+    add("c40", "p40");
+    EXPECT_TRUE(wait_for(allocated41)) << read_file(dir.sub("shmipam.prom"));
+    ::kill(loop.pid(), SIGTERM);
+    EXPECT_EQ(loop.wait().signal, SIGTERM) << "still running until stopped";
 }
 
 TEST_F(Ctl, RenderIsWellFormedSvgWithOneCellPerAddress) {
