@@ -126,6 +126,14 @@ Invocation succeed(const json& out) {
     return inv;
 }
 
+namespace {
+
+// The answer to a parsed config (`log` and `record` filled in as the config is read).
+Invocation answer_config(const CniEnv& env_in, const json& doc, std::optional<LogConfig>& log,
+                         InvocationRecord& record);
+
+}  // namespace
+
 Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) {
     auto env = read_env(env_lookup);
     if (!env) return fail(kDefaultErrorVersion, env.error());
@@ -137,6 +145,32 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
             kDefaultErrorVersion,
             make_error(Code::kDecode, "error unmarshalling network config: not valid JSON"));
     }
+    // The invocation log first, so that a config refused below is logged too.
+    std::optional<LogConfig> log;
+    InvocationRecord record;
+    auto wanted = read_log_config(doc);
+    if (!wanted) return fail(kDefaultErrorVersion, wanted.error());
+    if (*wanted) {
+        log = std::move(*wanted);
+        record.command = env_lookup("CNI_COMMAND").value_or("");
+        record.container_id = env_lookup("CNI_CONTAINERID").value_or("");
+        record.ifname = env_lookup("CNI_IFNAME").value_or("");
+        record.network = doc.contains("name") && doc["name"].is_string() ? doc["name"] : json("");
+        if (log->level == LogLevel::kDebug) record.debug_config = masked_ipam(doc);
+    }
+    Invocation inv = answer_config(*env, doc, log, record);
+    if (log) {
+        inv.log = std::move(log);
+        inv.record = std::move(record);
+    }
+    return inv;
+}
+
+namespace {
+
+Invocation answer_config(const CniEnv& env_in, const json& doc, std::optional<LogConfig>& log,
+                         InvocationRecord& record) {
+    const CniEnv* env = &env_in;
     auto version = read_cni_version(doc);
     if (!version) return fail(kDefaultErrorVersion, version.error());
     const std::string& v = *version;
@@ -151,6 +185,7 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
     }
     auto args = parse_cni_args(env->args);
     if (!args) return fail(v, args.error());
+    if (log && !args->pod_name.empty()) record.pod = args->pod_namespace + "/" + args->pod_name;
     auto nc = parse_netconf(doc, *args);
     if (!nc) return fail(v, nc.error());
     auto requested = requested_addresses(*nc);
@@ -176,5 +211,7 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
     inv.keep_until_exit.push_back(std::move(kept));
     return inv;
 }
+
+}  // namespace
 
 }  // namespace shmipam::cni

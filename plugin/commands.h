@@ -5,12 +5,14 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "plugin/cni_env.h"
+#include "plugin/invocation_log.h"
 
 namespace shmipam::cni {
 
@@ -26,6 +28,9 @@ struct Invocation {
     // everything at exit in one go, where unmapping, closing and freeing them one by one cost
     // an ADD about 0.1 ms here (docs/performance.md, "Exit").
     std::vector<std::shared_ptr<const void>> keep_until_exit;
+    // ipam.logFile: where serve_invocation appends the record, once the answer is out.
+    std::optional<LogConfig> log;
+    InvocationRecord record;
 };
 
 // The error answer in `version` (its JSON on stdout, a log line, exit 1), and a success.
