@@ -8,6 +8,7 @@
 //           rate; latency from each call's scheduled start (queueing included)
 //   variants  shmipam alone: data dir on disk or tmpfs, durability fsync or none, fdatasync or
 //           io_uring; with pwrite+fdatasync measured in the same run
+//   log     shmipam alone: the invocation log off, at info, at debug
 //   targets the targets, computed from the figures above
 // Every ADD's address is checked for duplicates and every failure counted; a run with either
 // is marked invalid. Prints Markdown (and writes JSON with --json, SVG plots with --svg-dir).
@@ -245,7 +246,7 @@ int main(int argc, char** argv) {
     std::string work = "/var/tmp/cni-bench", json_out, noop;
     size_t seq_n = 2000, conc_n = 400;
     std::vector<int> ks{1, 2, 8, 32, 128};
-    bool fill = true, do_churn = true, variants = true;
+    bool fill = true, do_churn = true, variants = true, log_cost = true;
     std::string svg_dir, tmpfs = "/dev/shm";
     size_t churn_live = 5000, churn_ops = 300;
     double churn_rate = 10;
@@ -264,6 +265,7 @@ int main(int argc, char** argv) {
     app.add_option("--churn-rate", churn_rate, "churn calls per second (open loop)");
     app.add_flag("!--no-churn", do_churn, "skip the churn");
     app.add_flag("!--no-variants", variants, "skip shmipam's durability variants");
+    app.add_flag("!--no-log", log_cost, "skip the invocation log's cost");
     CLI11_PARSE(app, argc, argv);
 
     std::vector<Plugin> plugins;
@@ -499,6 +501,52 @@ int main(int argc, char** argv) {
             if (key == "disk/fsync/fdatasync") disk_fsync_add_p50 = q.p50 / 1000;
             if (key == "tmpfs/none/-") tmpfs_none_add_p50 = q.p50 / 1000;
         }
+    }
+
+    // The invocation log's cost (ipam.logFile): off, info, debug, in rounds taken in turn so
+    // that the machine's drift hits each alike; state on tmpfs without fsync (the log's cost
+    // alone), the log file on the work directory's file system.
+    if (log_cost && shm_plugin != plugins.end()) {
+        std::printf(
+            "\n## shmipam: the invocation log's cost\n\nSequential ADDs, state on tmpfs with "
+            "durability none, the log on %s; %d rounds of 100 ADDs per setting, taken in turn."
+            "\n\n| logFile | ADD p50 ms | ADD p99 ms | CPU ms per ADD (p50) |\n|---|---:|---:|---:|"
+            "\n",
+            work.c_str(), 6);
+        struct Setting {
+            const char* name;
+            json extra;
+            std::vector<double> micros, cpu;
+        };
+        std::vector<Setting> settings{
+            {"off", json::object(), {}, {}},
+            {"info", {{"logFile", work + "/bench-log/info.log"}}, {}, {}},
+            {"debug", {{"logFile", work + "/bench-log/debug.log"}, {"logLevel", "debug"}}, {}, {}}};
+        std::filesystem::create_directories(work + "/bench-log");
+        for (int round = 0; round < 6; ++round) {
+            for (auto& st : settings) {
+                const std::string dir = tmpfs + "/shmipam-log-" + st.name;
+                json extra = st.extra;
+                extra["durability"] = "none";
+                const std::string cfg =
+                    config_for(*shm_plugin, dir, "logged", "10.205.0.0/16", extra);
+                std::set<std::string> seen;
+                if (round == 0) drive(shm_plugin->path, "ADD", {"warm"}, cfg, 1, &seen);
+                Run r = drive(shm_plugin->path, "ADD", ids("l" + std::to_string(round) + "-", 100),
+                              cfg, 1, nullptr);
+                valid &= r.failures == 0;
+                st.micros.insert(st.micros.end(), r.micros.begin(), r.micros.end());
+                st.cpu.insert(st.cpu.end(), r.cpu_micros.begin(), r.cpu_micros.end());
+            }
+        }
+        for (auto& st : settings) {
+            const auto q = percentiles(st.micros);
+            std::printf("| %s | %s | %s | %s |\n", st.name, ms(q.p50 / 1000).c_str(),
+                        ms(q.p99 / 1000).c_str(), ms(percentiles(st.cpu).p50 / 1000).c_str());
+            results["log"][st.name] = {{"p50ms", q.p50 / 1000}, {"p99ms", q.p99 / 1000}};
+            std::filesystem::remove_all(tmpfs + "/shmipam-log-" + st.name);
+        }
+        std::filesystem::remove_all(work + "/bench-log");
     }
 
     // The targets, from this run's figures.
