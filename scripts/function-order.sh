@@ -47,6 +47,10 @@ echo '{"cniVersion": "1.1.0", "name": "r4", "type": "bridge", "ipam": {'"$common
 echo '{"cniVersion": "1.1.0", "name": "p4", "type": "bridge", "ipam": {'"$common"',
   "durability": "none", "poolsDir": "'$work'/pools", "nodeName": "n",
   "default_ipv4_ippool": ["v4"]}}' > "$work/pools4.json"
+# The invocation log on (ipam.logFile): its functions placed after the common paths' own.
+echo '{"cniVersion": "1.1.0", "name": "r5", "type": "bridge", "ipam": {'"$common"',
+  "durability": "none", "ranges": [[{"subnet": "10.68.0.0/24"}]],
+  "logFile": "'$work'/shmipam.log"}}' > "$work/logged.json"
 echo '{"cniVersion": "1.1.0", "name": "r", "type": "bridge", "ipam": {'"$common"',
   "ranges": [[{"subnet": "10.66.0.0/24"}], [{"subnet": "fd66::/120"}]]},
   "cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]}' > "$work/gc.json"
@@ -66,6 +70,9 @@ for cfg in ranges.json pools.json ranges4.json pools4.json; do
     run DEL "$cfg"
     for cmd in ADD ADD CHECK DEL; do run "$cmd" "$cfg" traced; done
 done
+run ADD logged.json
+run DEL logged.json
+for cmd in ADD DEL; do run "$cmd" logged.json traced; done
 run GC gc.json traced
 run STATUS ranges.json traced
 run VERSION ranges.json traced
