@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/write_all.h"
+
 namespace shmipam::cni {
 
 using nlohmann::json;
@@ -55,17 +57,6 @@ void mask_passwords(json& j) {
         }
     } else if (j.is_array()) {
         for (auto& v : j) mask_passwords(v);
-    }
-}
-
-void write_line(int fd, const std::string& s) {
-    // One write: O_APPEND places it whole at the end, never interleaved with another writer's.
-    size_t off = 0;
-    while (off < s.size()) {
-        const ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
-        off += size_t(n);
     }
 }
 
@@ -170,7 +161,8 @@ void append_invocation_log(const LogConfig& cfg, const InvocationRecord& r) {
         format_log_lines(r, cfg.level, int64_t(now.tv_sec) * 1000 + now.tv_nsec / 1000000);
     const int fd = ::open(cfg.file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     if (fd < 0) return;
-    write_line(fd, text);
+    // One write: O_APPEND places it whole at the end, never interleaved with another writer's.
+    write_all(fd, text);
     struct stat st {};
     const bool too_big = ::fstat(fd, &st) == 0 && uint64_t(st.st_size) >= cfg.max_bytes;
     ::close(fd);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "base/write_all.h"
 #include "plugin/commands.h"
 
 namespace shmipam::cni {
@@ -28,18 +29,6 @@ std::string read_all_stdin() {
         }
     }
     return data;
-}
-
-void write_all(int fd, const std::string& s) {
-    size_t off = 0;
-    while (off < s.size()) {
-        ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR) continue;
-            return;
-        }
-        off += size_t(n);
-    }
 }
 
 double ms_since(const timespec& started) {
