@@ -40,10 +40,27 @@ Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
 Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::string& key,
                                        const std::string& node, const Pick& pick,
                                        std::string* moved_from) {
+    // An address record naming this claim, seen by the previous pass's listing.
+    std::optional<std::pair<engine::IpAddress, int64_t>> named_ours;
     for (int attempt = 0; attempt < kTries; ++attempt) {
         auto held = read(pool, key);
         if (!held) return held.error();
         if (*held && (*held)->node == node) return **held;
+        if (!*held && named_ours) {
+            // The listing named this claim and the claim is still absent: an address record
+            // whose claim was deleted alone (by hand). The claim is created on it, if the
+            // record is unchanged since; else the next pass looks afresh.
+            const auto [a, revision] = *named_ours;
+            named_ours.reset();
+            const json v{{"address", a.to_string()}, {"node", node}, {"nonce", nonce()}};
+            auto done =
+                etcd_.txn({{claim_key(pool, key), EtcdClient::Compare::Target::kCreate, 0},
+                           {address_key(pool, a), EtcdClient::Compare::Target::kMod, revision}},
+                          {{claim_key(pool, key), v.dump()}});
+            if (!done) return done.error();
+            if (*done) return FixedClaim{key, a, node, etcd_.last_header().revision};
+            continue;
+        }
         if (*held) {
             // Another node's: taken over at the revision read (a node that took it meanwhile
             // makes this fail, and the next pass sees whose it is now).
@@ -67,16 +84,20 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
         auto taken_kvs = etcd_.get_prefix(prefix_ + "/v1/pools/" + pool + "/addresses/");
         if (!taken_kvs) return taken_kvs.error();
         std::set<std::string> taken;
-        bool created_meanwhile = false;
         for (const KeyValue& kv : *taken_kvs) {
-            taken.insert(kv.key.substr(kv.key.rfind('/') + 1));
+            const std::string address = kv.key.substr(kv.key.rfind('/') + 1);
+            taken.insert(address);
             const json v = json::parse(kv.value, nullptr, false);
-            created_meanwhile = created_meanwhile || (v.is_object() && v.value("claim", "") == key);
+            const auto claim = v.is_object() ? v.find("claim") : v.end();
+            if (v.is_object() && claim != v.end() && claim->is_string() && *claim == key) {
+                if (auto a = engine::IpAddress::parse(address))
+                    named_ours = {{*a, kv.mod_revision}};
+            }
         }
         // The claim was created after it was read (the same pod starting on another node at
         // once): its address is among the taken ones, and perhaps the last one free. The next
         // pass reads it and takes it over, where picking would have found none left.
-        if (created_meanwhile) continue;
+        if (named_ours) continue;
         const std::optional<engine::IpAddress> a = pick(taken);
         if (!a) {
             return make_error(Code::kNoAddressFree,

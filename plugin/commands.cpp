@@ -149,7 +149,10 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
     std::optional<LogConfig> log;
     InvocationRecord record;
     auto wanted = read_log_config(doc);
-    if (!wanted) return fail(kDefaultErrorVersion, wanted.error());
+    if (!wanted) {
+        auto v = read_cni_version(doc);
+        return fail(v ? *v : kDefaultErrorVersion, wanted.error());
+    }
     if (*wanted) {
         log = std::move(*wanted);
         record.command = env_lookup("CNI_COMMAND").value_or("");

@@ -42,14 +42,12 @@ std::string value(const std::string& v) {
     return out + "\"";
 }
 
-const char* level_name(LogLevel l) {
-    return l == LogLevel::kError ? "error" : l == LogLevel::kInfo ? "info" : "debug";
-}
-
+// Every "password" value, whatever its type (the config is not validated yet at debug), and the
+// user:password@ of every URL.
 void mask_passwords(json& j) {
     if (j.is_object()) {
         for (auto& [k, v] : j.items()) {
-            if (k == "password" && v.is_string()) {
+            if (k == "password") {
                 v = "***";
             } else {
                 mask_passwords(v);
@@ -57,6 +55,14 @@ void mask_passwords(json& j) {
         }
     } else if (j.is_array()) {
         for (auto& v : j) mask_passwords(v);
+    } else if (j.is_string()) {
+        const std::string s = j.get<std::string>();
+        const size_t scheme = s.find("://");
+        const size_t at = scheme == std::string::npos ? s.npos : s.find('@', scheme + 3);
+        const size_t slash = scheme == std::string::npos ? s.npos : s.find('/', scheme + 3);
+        if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
+            j = s.substr(0, scheme + 3) + "***@" + s.substr(at + 1);
+        }
     }
 }
 
@@ -66,7 +72,7 @@ void mask_passwords(json& j) {
 // file.1: nothing is lost.
 void rotate(const LogConfig& cfg, const struct stat& written) {
     const std::string lock_path = cfg.file + ".lock";
-    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
     if (lock < 0) return;
     if (::flock(lock, LOCK_EX | LOCK_NB) == 0) {
         struct stat now {};
@@ -139,7 +145,7 @@ std::string format_log_lines(const InvocationRecord& r, LogLevel level, int64_t 
     for (const auto& a : r.addresses) addresses += (addresses.empty() ? "" : ",") + a;
     char duration[32];
     std::snprintf(duration, sizeof duration, "%.3f", r.duration_ms);
-    std::string line = std::string(when) + " " + (r.code == 0 ? "info" : "error") +
+    std::string line = "time=" + std::string(when) + " level=" + (r.code == 0 ? "info" : "error") +
                        " cmd=" + value(r.command) + " container=" + value(r.container_id) +
                        " pod=" + value(r.pod) + " ifname=" + value(r.ifname) +
                        " network=" + value(r.network) + " addresses=" + value(addresses) +
@@ -147,7 +153,7 @@ std::string format_log_lines(const InvocationRecord& r, LogLevel level, int64_t 
     if (!r.message.empty()) line += " msg=" + value(r.message);
     line += "\n";
     if (level == LogLevel::kDebug && !r.debug_config.empty()) {
-        line += std::string(when) + " debug cmd=" + value(r.command) +
+        line += "time=" + std::string(when) + " level=debug cmd=" + value(r.command) +
                 " container=" + value(r.container_id) + " ipam=" + value(r.debug_config) + "\n";
     }
     return line;
@@ -159,8 +165,15 @@ void append_invocation_log(const LogConfig& cfg, const InvocationRecord& r) {
     ::clock_gettime(CLOCK_REALTIME, &now);
     const std::string text =
         format_log_lines(r, cfg.level, int64_t(now.tv_sec) * 1000 + now.tv_nsec / 1000000);
-    const int fd = ::open(cfg.file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    // Never through a symlink, never into anything but a regular file: the plugin runs as root.
+    const int fd =
+        ::open(cfg.file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
     if (fd < 0) return;
+    struct stat kind {};
+    if (::fstat(fd, &kind) != 0 || !S_ISREG(kind.st_mode)) {
+        ::close(fd);
+        return;
+    }
     // One write: O_APPEND places it whole at the end, never interleaved with another writer's.
     write_all(fd, text);
     struct stat st {};

@@ -80,13 +80,14 @@ int main(int argc, char** argv) {
         auto* metrics =
             app.add_subcommand("metrics", "Prometheus text format, for one network or all of them");
         net(metrics, false);
-        metrics->add_option(
+        auto* textfile = metrics->add_option(
             "--textfile", o.textfile_dir,
             "write <dir>/shmipam.prom atomically (node_exporter textfile collector)");
         metrics
             ->add_option("--every", o.every_s,
                          "with --textfile: rewrite it every this many seconds until stopped")
-            ->check(CLI::PositiveNumber);
+            ->check(CLI::PositiveNumber)
+            ->needs(textfile);
         auto* render = app.add_subcommand("render", "an SVG map of the network's addresses");
         net(render);
         render->add_option("--cidr", o.cidr,
@@ -158,8 +159,9 @@ int main(int argc, char** argv) {
         install->add_option("--conf", inst.conf, "the conflist to install (its file name kept)");
         install->add_option("--from", inst.from,
                             "where shmipam and shmipam-cluster are (default: beside shmipamctl)");
-        install->add_flag("--force", inst.force,
-                          "replace a newer binary, and a conflist that differs");
+        install->add_flag("--force", inst.force, "replace a newer plugin (a downgrade)");
+        install->add_flag("--overwrite-conf", inst.overwrite_conf,
+                          "replace a conflist of the same name that differs");
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {

@@ -70,5 +70,26 @@ TEST_F(FixedClaimRace, AnotherPodsClaimOnTheLastAddressCreatedMeanwhileLeavesThe
     EXPECT_EQ(b_took.error().code, Code::kNoAddressFree) << b_took.error().msg;
 }
 
+// Found by review: an address record naming a claim whose own key was deleted alone (an
+// operator's etcdctl del of the claim only) made every take of that claim see "created
+// meanwhile" and fail with 11 after 16 passes. The claim is now created on that address.
+TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetriedForever) {
+    EtcdClient client(client_config());
+    ASSERT_TRUE(client.put("/shmipam/v1/pools/sts/addresses/10.78.0.2",
+                           R"({"claim": "sts:shop/db-0/eth0"})"));
+    FixedClaims claims(client, "/shmipam");
+    auto took = claims.take("sts", "sts:shop/db-0/eth0", "node-a", only("10.78.0.2"));
+    ASSERT_TRUE(took) << took.error().msg;
+    EXPECT_EQ(took->address.to_string(), "10.78.0.2");
+    auto all = claims.all("sts");
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->size(), 1u);
+    EXPECT_EQ((*all)[0].node, "node-a");
+    // A record naming the claim with a value that is not a string is someone else's: no throw.
+    ASSERT_TRUE(client.put("/shmipam/v1/pools/sts/addresses/10.78.0.3", R"({"claim": 7})"));
+    auto other = claims.take("sts", "sts:shop/db-1/eth0", "node-a", only("10.78.0.4"));
+    ASSERT_TRUE(other) << other.error().msg;
+}
+
 }  // namespace
 }  // namespace shmipam::cluster

@@ -22,7 +22,7 @@ class InstallImage : public ::testing::Test {
         SHMIPAM_REQUIRE_ROOT();
         SHMIPAM_REQUIRE_TOOL("/usr/bin/podman");
         SHMIPAM_REQUIRE_TOOL(RUNC_PATH);
-        for (const char* d : {"host/opt/cni/bin", "host/etc/cni/net.d"}) {
+        for (const char* d : {"host/opt/cni/bin", "host/etc/cni/net.d", "config"}) {
             std::filesystem::create_directories(dir.sub(d));
         }
     }
@@ -33,15 +33,19 @@ class InstallImage : public ::testing::Test {
         }
         return opts;
     }
-    ProcessResult run_image(const std::string& tag) const {
+    // The image run as the DaemonSet's init container runs it: the node's directories mounted
+    // under /host, and `args` (which replace the image's CMD) when given.
+    ProcessResult run_image(const std::string& tag, const std::vector<std::string>& args = {}) {
         std::vector<std::string> argv = podman_argv(dir.path());
         for (const std::string& a :
              {std::string("run"), std::string("--rm"), std::string("--network"),
               std::string("none"), std::string("-v"),
               dir.sub("host/opt/cni/bin") + ":/host/opt/cni/bin", std::string("-v"),
-              dir.sub("host/etc/cni/net.d") + ":/host/etc/cni/net.d", tag}) {
+              dir.sub("host/etc/cni/net.d") + ":/host/etc/cni/net.d", std::string("-v"),
+              dir.sub("config") + ":/config", tag}) {
             argv.push_back(a);
         }
+        argv.insert(argv.end(), args.begin(), args.end());
         return run_process(argv, {{"HOME", "/root"}}, "");
     }
     TempDir dir;
@@ -63,6 +67,13 @@ TEST_F(InstallImage, TheImageInstallsThePluginAndConflistAndTheInstalledPluginSe
     ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
     EXPECT_NE(again.out.find("unchanged /host/opt/cni/bin/shmipam"), std::string::npos)
         << again.out;
+    // With the DaemonSet's args: its ConfigMap's conflist instead of the image's default.
+    json mine = conflist;
+    mine["name"] = "mine";
+    write_file(dir.sub("config/20-mine.conflist"), mine.dump());
+    auto daemonset = run_image("localhost/shmipam:e2e", {"--conf", "/config/20-mine.conflist"});
+    ASSERT_EQ(daemonset.exit_code, 0) << daemonset.out << daemonset.err;
+    EXPECT_EQ(json::parse(read_file(dir.sub("host/etc/cni/net.d/20-mine.conflist"))), mine);
     // The installed plugin, with the installed conflist's IPAM config (its state directories
     // moved into the test's).
     json plugin = conflist["plugins"][0];

@@ -27,7 +27,8 @@ std::vector<std::string> lines_of(const std::string& path) {
 
 // One invocation's line, whole: nothing torn off either end, nothing of another line inside.
 const std::regex kLine(
-    R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (info|error) cmd=[A-Z]+ container=\S+ pod=\S+ )"
+    R"(time=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z level=(info|error) cmd=[A-Z]+ container=\S+ )"
+    R"(pod=\S+ )"
     R"(ifname=\S+ network=\S+ addresses=\S+ code=\d+ duration_ms=\d+\.\d{3}( msg=".*")?)");
 
 class InvocationLog : public ::testing::Test {
@@ -55,13 +56,13 @@ TEST_F(InvocationLog, OneLinePerInvocationSaysWhatHappenedAndFailuresSayWhy) {
     const auto lines = lines_of(dir.sub("shmipam.log"));
     ASSERT_EQ(lines.size(), 4u);
     for (const auto& l : lines) EXPECT_TRUE(std::regex_match(l, kLine)) << l;
-    EXPECT_NE(lines[0].find(" info cmd=ADD container=c1 pod=shop/pod-c1 ifname=eth0 "
+    EXPECT_NE(lines[0].find(" level=info cmd=ADD container=c1 pod=shop/pod-c1 ifname=eth0 "
                             "network=logged addresses=10.127.0.2/28 code=0 "),
               std::string::npos)
         << lines[0];
-    EXPECT_NE(lines[1].find(" info cmd=DEL container=c1 "), std::string::npos) << lines[1];
+    EXPECT_NE(lines[1].find(" level=info cmd=DEL container=c1 "), std::string::npos) << lines[1];
     const json answer = bad.json();
-    EXPECT_NE(lines[3].find(" error cmd=ADD container=c3 "), std::string::npos) << lines[3];
+    EXPECT_NE(lines[3].find(" level=error cmd=ADD container=c3 "), std::string::npos) << lines[3];
     EXPECT_NE(lines[3].find(" code=" + std::to_string(answer["code"].get<int>()) + " "),
               std::string::npos)
         << lines[3];
@@ -77,17 +78,22 @@ TEST_F(InvocationLog, ErrorLevelLogsOnlyFailuresAndDebugAddsTheConfigWithSecrets
     ASSERT_NE(run("ADD", "c2", cfg).exit_code, 0);
     const auto errors = lines_of(dir.sub("errors.log"));
     ASSERT_EQ(errors.size(), 1u);
-    EXPECT_NE(errors[0].find(" error cmd=ADD container=c2 "), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find(" level=error cmd=ADD container=c2 "), std::string::npos) << errors[0];
 
     json dbg = config({{"logFile", dir.sub("debug.log")}, {"logLevel", "debug"}});
     dbg["ipam"]["etcdPasswordLookalike"] = {{"password", "s3cret"}};
+    dbg["ipam"]["unvalidated"] = {{"password", {{"nested", "n3sted"}}}};
+    dbg["ipam"]["endpointLookalike"] = "https://user:urlpass@etcd.example:2379/x";
     ASSERT_EQ(run("ADD", "c3", dbg).exit_code, 0);
     const auto debug = lines_of(dir.sub("debug.log"));
     ASSERT_EQ(debug.size(), 2u);
     EXPECT_TRUE(std::regex_match(debug[0], kLine)) << debug[0];
-    EXPECT_NE(debug[1].find(" debug cmd=ADD container=c3 ipam="), std::string::npos) << debug[1];
+    EXPECT_NE(debug[1].find(" level=debug cmd=ADD container=c3 ipam="), std::string::npos)
+        << debug[1];
     EXPECT_NE(debug[1].find("10.127.0.0/28"), std::string::npos) << debug[1];
-    EXPECT_EQ(debug[1].find("s3cret"), std::string::npos) << debug[1];
+    for (const char* secret : {"s3cret", "n3sted", "urlpass"}) {
+        EXPECT_EQ(debug[1].find(secret), std::string::npos) << debug[1];
+    }
 }
 
 TEST_F(InvocationLog, BadSettingsAreAConfigErrorNamingTheFieldAndNoLogMeansNoFile) {
@@ -105,6 +111,15 @@ TEST_F(InvocationLog, BadSettingsAreAConfigErrorNamingTheFieldAndNoLogMeansNoFil
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
         EXPECT_EQ(e.path().string().find(".log"), std::string::npos) << e.path();
     }
+}
+
+// The plugin runs as root: a log path that is a symlink (planted in a directory others can write)
+// is never followed, and the invocation still succeeds.
+TEST_F(InvocationLog, ALogFileThatIsASymlinkIsNeverWrittenThrough) {
+    write_file(dir.sub("target"), "precious\n");
+    std::filesystem::create_symlink(dir.sub("target"), dir.sub("planted.log"));
+    ASSERT_EQ(run("ADD", "c1", config({{"logFile", dir.sub("planted.log")}})).exit_code, 0);
+    EXPECT_EQ(read_file(dir.sub("target")), "precious\n");
 }
 
 // 2 x 150 concurrent invocations (ADDs, then DELs while more ADDs run) rotating a 12 KB log

@@ -7,6 +7,7 @@
 // shmipam was installed (a rollback of the DaemonSet, two DaemonSets) keeps it, and the install
 // says so and exits 1 unless --force.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,13 +52,14 @@ std::optional<std::string> read_whole(const std::string& path) {
     return s.str();
 }
 
-// Writes `bytes` to dir/name through dir/.name.tmp.<pid>: written, fsynced, renamed over, the
-// directory fsynced.
+// Writes `bytes` to dir/name through a temporary file of its own (mkstemp: two installers, each
+// PID 1 of its container, never share one): written, fsynced, renamed over, the directory
+// fsynced.
 Status replace_atomically(const std::string& dir, const std::string& name, const std::string& bytes,
                           mode_t mode) {
-    const std::string tmp = dir + "/." + name + ".tmp." + std::to_string(::getpid());
+    std::string tmp = dir + "/." + name + ".tmp.XXXXXX";
     const std::string path = dir + "/" + name;
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
     if (fd < 0) return make_error(Code::kIo, "cannot create " + tmp + ": " + std::strerror(errno));
     const bool ok = write_all(fd, bytes) && ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
     const int err = errno;
@@ -109,6 +111,13 @@ int cmd_install(const InstallOptions& o) {
         if (auto why = conf_problem(*conf)) return cannot_read(o.conf + " " + *why);
         conf_name = o.conf.substr(o.conf.rfind('/') + 1);
     }
+    // One installer at a time per bin directory (two DaemonSets, a DaemonSet and a host
+    // install): each compares versions and renames with nobody changing the files meanwhile.
+    const std::string lock_path = o.cni_bin_dir + "/.shmipam-install.lock";
+    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+        return cannot_read("cannot lock " + lock_path + ": " + std::strerror(errno));
+    }
     struct Planned {
         std::string name, bytes;
         std::optional<BuildVersion> installed;
@@ -116,6 +125,7 @@ int cmd_install(const InstallOptions& o) {
     };
     std::vector<Planned> plan;
     bool refused = false;
+    std::optional<BuildVersion> plugin_version;
     for (const Binary& b : kBinaries) {
         auto bytes = read_whole(from + "/" + b.name);
         if (!bytes) {
@@ -123,6 +133,7 @@ int cmd_install(const InstallOptions& o) {
             continue;
         }
         Planned p{b.name, std::move(*bytes), std::nullopt, false};
+        if (std::string(b.name) == "shmipam") plugin_version = find_build_version(p.bytes);
         if (auto there = read_whole(o.cni_bin_dir + "/" + b.name)) {
             p.same = *there == p.bytes;
             p.installed = find_build_version(*there);
@@ -148,12 +159,26 @@ int cmd_install(const InstallOptions& o) {
         std::cout << "installed " << o.cni_bin_dir << "/" << p.name << " ("
                   << (p.installed ? "was " + p.installed->text : std::string("new")) << ")\n";
     }
+    // A cluster helper left from another release beside this plugin (the image ships none):
+    // they speak a JSON protocol that may have changed between them.
+    if (::access((from + "/shmipam-cluster").c_str(), F_OK) != 0 && plugin_version) {
+        if (auto helper = read_whole(o.cni_bin_dir + "/shmipam-cluster")) {
+            const auto v = find_build_version(*helper);
+            if (!v || v->text != plugin_version->text) {
+                std::cerr << "shmipamctl install: " << o.cni_bin_dir
+                          << "/shmipam-cluster is version " << (v ? v->text : "unknown")
+                          << ", the plugin " << plugin_version->text
+                          << ": install the helper of the same build for cluster mode\n";
+            }
+        }
+    }
     if (conf) {
         const std::string path = o.cni_conf_dir + "/" + conf_name;
         auto there = read_whole(path);
-        if (there && *there != *conf && !o.force) {
+        if (there && *there != *conf && !o.overwrite_conf) {
             // The operator's (or an earlier release's) conflist: theirs to change.
-            std::cout << "left " << path << " as it is (it differs; --force replaces it)\n";
+            std::cout << "left " << path
+                      << " as it is (it differs; --overwrite-conf replaces it)\n";
         } else if (there && *there == *conf) {
             std::cout << "unchanged " << path << "\n";
         } else {

@@ -1,5 +1,6 @@
 // shmipamctl metrics: Prometheus text for one network or all, printed or written atomically
 // for node_exporter's textfile collector.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,7 +20,9 @@ namespace shmipam::tools {
 namespace {
 
 // The metrics text of one network or all of them, or the exit code of what could not be read.
-Expected<std::string> collect(const Options& o) {
+// With `skipped`, a network that cannot be read is left out (and named there) rather than
+// failing the whole text: one network being created must not freeze every other's metrics.
+Expected<std::string> collect(const Options& o, std::vector<std::string>* skipped = nullptr) {
     std::vector<std::string> names;
     if (!o.network.empty()) {
         names.push_back(o.network);
@@ -34,8 +37,11 @@ Expected<std::string> collect(const Options& o) {
         Options one = o;
         one.network = n;
         auto store = open_network(one, shm::Access::kReadOnly);
-        if (!store) return store.error();
-        auto d = engine::dump(**store);
+        auto d = store ? engine::dump(**store) : Expected<engine::NetworkDump>(store.error());
+        if (!d && skipped != nullptr) {
+            skipped->push_back(n + ": " + d.error().msg);
+            continue;
+        }
         if (!d) return d.error();
         dumps.push_back(std::move(*d));
         engine::NetworkConfig none;
@@ -79,14 +85,24 @@ int cmd_metrics(const Options& o) {
         std::cout << *text;
         return kExitClean;
     }
-    // --every: the loop of a metrics container (deploy/kubernetes): a round that cannot read
-    // (a network being created, say) says so and the next round tries again.
-    for (;;) {
+    if (o.every_s <= 0) {
         auto text = collect(o);
         Status st = text ? write_textfile(o.textfile_dir, *text) : Status(text.error());
-        if (!st && o.every_s <= 0) return cannot_read(st.error());
+        return st ? kExitClean : cannot_read(st.error());
+    }
+    // --every: the loop of a metrics container (deploy/kubernetes), often its PID 1, which
+    // gets no SIGTERM without a handler: stopped at once, between two rounds or inside one
+    // (a half-written file is a temporary name the collector never reads).
+    struct sigaction stop {};
+    stop.sa_handler = [](int) { ::_exit(0); };
+    ::sigaction(SIGTERM, &stop, nullptr);
+    ::sigaction(SIGINT, &stop, nullptr);
+    for (;;) {
+        std::vector<std::string> skipped;
+        auto text = collect(o, &skipped);
+        Status st = text ? write_textfile(o.textfile_dir, *text) : Status(text.error());
+        for (const auto& s : skipped) std::cerr << "shmipamctl metrics: skipped " << s << "\n";
         if (!st) std::cerr << "shmipamctl metrics: " << st.error().msg << "\n";
-        if (o.every_s <= 0) return kExitClean;
         std::this_thread::sleep_for(std::chrono::duration<double>(o.every_s));
     }
 }

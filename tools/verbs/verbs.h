@@ -29,7 +29,8 @@ struct ExplainOptions {
 struct InstallOptions {
     std::string from;  // where the binaries are (default: beside shmipamctl)
     std::string cni_bin_dir, cni_conf_dir, conf;
-    bool force = false;
+    bool force = false;           // replace a newer plugin
+    bool overwrite_conf = false;  // replace a conflist that differs
 };
 
 struct Options {
