@@ -15,6 +15,7 @@
 #include <ctime>
 #include <set>
 
+#include "base/write_all.h"
 #include "cluster/block_cache.h"
 #include "cluster/release_due.h"
 #include "engine/inspect/inspect.h"
@@ -57,7 +58,7 @@ void write_ignoring_sigpipe(int fd, const std::string& input) {
     }, before{};
     ignore.sa_handler = SIG_IGN;
     ::sigaction(SIGPIPE, &ignore, &before);
-    (void)!::write(fd, input.data(), input.size());
+    (void)write_all(fd, input);
     ::sigaction(SIGPIPE, &before, nullptr);
 }
 

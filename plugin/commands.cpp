@@ -128,9 +128,8 @@ Invocation succeed(const json& out) {
 
 namespace {
 
-// The answer to a parsed config (`log` and `record` filled in as the config is read).
-Invocation answer_config(const CniEnv& env_in, const json& doc, std::optional<LogConfig>& log,
-                         InvocationRecord& record);
+// The answer to a parsed config; `record` (the invocation log's, when on) gets the pod.
+Invocation answer_config(const CniEnv& env, const json& doc, InvocationRecord* record);
 
 }  // namespace
 
@@ -161,7 +160,7 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
         record.network = doc.contains("name") && doc["name"].is_string() ? doc["name"] : json("");
         if (log->level == LogLevel::kDebug) record.debug_config = masked_ipam(doc);
     }
-    Invocation inv = answer_config(*env, doc, log, record);
+    Invocation inv = answer_config(*env, doc, log ? &record : nullptr);
     if (log) {
         inv.log = std::move(log);
         inv.record = std::move(record);
@@ -171,41 +170,39 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
 
 namespace {
 
-Invocation answer_config(const CniEnv& env_in, const json& doc, std::optional<LogConfig>& log,
-                         InvocationRecord& record) {
-    const CniEnv* env = &env_in;
+Invocation answer_config(const CniEnv& env, const json& doc, InvocationRecord* record) {
     auto version = read_cni_version(doc);
     if (!version) return fail(kDefaultErrorVersion, version.error());
     const std::string& v = *version;
-    if (env->command == Command::kCheck && !version_at_least(v, "0.4.0")) {
+    if (env.command == Command::kCheck && !version_at_least(v, "0.4.0")) {
         return fail(v, make_error(Code::kIncompatibleVersion, "config version does not allow CHECK",
                                   "cniVersion " + v));
     }
-    if ((env->command == Command::kGc || env->command == Command::kStatus) &&
+    if ((env.command == Command::kGc || env.command == Command::kStatus) &&
         !version_at_least(v, "1.1.0")) {
         return fail(v, make_error(Code::kIncompatibleVersion,
                                   "config version does not allow GC or STATUS", "cniVersion " + v));
     }
-    auto args = parse_cni_args(env->args);
+    auto args = parse_cni_args(env.args);
     if (!args) return fail(v, args.error());
-    if (log && !args->pod_name.empty()) record.pod = args->pod_namespace + "/" + args->pod_name;
+    if (record && !args->pod_name.empty()) record->pod = args->pod_namespace + "/" + args->pod_name;
     auto nc = parse_netconf(doc, *args);
     if (!nc) return fail(v, nc.error());
     auto requested = requested_addresses(*nc);
     if (!requested) return fail(v, requested.error());
 
     json dns = json::object();
-    if (env->command == Command::kAdd && !nc->resolv_conf.empty()) {
+    if (env.command == Command::kAdd && !nc->resolv_conf.empty()) {
         auto d = read_resolv_conf(nc->resolv_conf);
         if (!d) return fail(v, d.error());
         dns = *d;
     }
 
-    if (nc->pool_mode) return run_pool_command(*env, *nc, v, *requested, *args, dns);
+    if (nc->pool_mode) return run_pool_command(env, *nc, v, *requested, *args, dns);
 
     auto store = engine::open_network(nc->network);
     if (!store) return fail(v, store.error());
-    Invocation inv = answer(*env, *nc, v, **store, *requested, *args, dns);
+    Invocation inv = answer(env, *nc, v, **store, *requested, *args, dns);
     std::shared_ptr<engine::NetworkStore> kept(std::move(*store));
     // An append of ours reached a segment's compaction check: compact once the answer is out.
     if (kept->compaction_due()) {

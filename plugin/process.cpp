@@ -76,7 +76,7 @@ void serve_invocation(const ProcessHooks& hooks) {
     if (!inv.log_line.empty()) write_all(STDERR_FILENO, inv.log_line + "\n");
     if (inv.log) inv.record.duration_ms = ms_since(started);
     write_all(STDOUT_FILENO, inv.stdout_text);
-    // Logged once the runtime has its answer: the log never delays a pod.
+    // Logged once the runtime has its answer (it still waits for the exit: docs/operations.md).
     if (inv.log) {
         complete_record(inv.record, inv);
         append_invocation_log(*inv.log, inv.record);

@@ -76,9 +76,7 @@ TEST_F(ClusterHelper, HelpersKilledMidClaimLeaveACacheTheNextRunMakesWhole) {
     auto r = helper(refresh);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "a lock held";
-    cluster::EtcdConfig ec;
-    ec.endpoints = etcd->client_urls();
-    cluster::EtcdClient client(ec);
+    cluster::EtcdClient client(client_config());
     auto owned = cluster::BlockStore(client, "/shmipam").blocks("default");
     ASSERT_TRUE(owned) << owned.error().msg;
     std::set<std::string> in_store;

@@ -173,9 +173,7 @@ TEST_F(ClusterMode, ClusterLsShowsEveryNodesBlocksAndFlagsABlockThisNodeNoLonger
     }
     ASSERT_FALSE(mine.empty()) << ls.out;
     // The store loses node-0's block (an operator's gc with a wrong node list, say).
-    cluster::EtcdConfig ec;
-    ec.endpoints = etcd->client_urls();
-    cluster::EtcdClient client(ec);
+    cluster::EtcdClient client(client_config());
     cluster::BlockStore store(client, "/shmipam");
     for (const auto& b : store_blocks()) {
         if (b.node == "node-0") {
@@ -264,9 +262,7 @@ TEST_F(ClusterMode, AfterARebootANodeAdoptsBlocksTheStoreGivesItAndNeverUsesOnes
     ASSERT_EQ(run_plugin(cni_env("DEL", "p0"), cfg).exit_code, 0);
     // While the node is down: its block is given to node-9, and another block is recorded as
     // node-0's without node-0's cache knowing it.
-    cluster::EtcdConfig ec;
-    ec.endpoints = etcd->client_urls();
-    cluster::EtcdClient client(ec);
+    cluster::EtcdClient client(client_config());
     cluster::BlockStore store(client, "/shmipam");
     for (const auto& b : store_blocks()) ASSERT_TRUE(*store.release("shared", b));
     auto moved =
@@ -449,8 +445,7 @@ TEST_F(ClusterMode, AReleaseWhoseDeleteFailsLeavesTheBlockOutOfTheCacheUntilAdop
     for (int i = 0; i < 100 && cached_blocks(cache) != 1; ++i) ::usleep(50 * 1000);
     ASSERT_EQ(cached_blocks(cache), 1u) << read_file(cache);
     EXPECT_EQ(read_file(cache).find(second), std::string::npos) << "allocated from again";
-    cluster::EtcdConfig ec;
-    ec.endpoints = etcd->client_urls();
+    cluster::EtcdConfig ec = client_config();
     ec.username = "root";
     ec.password = "rootpw";
     cluster::EtcdClient client(ec);

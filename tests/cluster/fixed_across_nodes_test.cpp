@@ -50,9 +50,7 @@ class FixedAcrossNodes : public SimulatedNodes {
         return r.exit_code == 0 ? r.json()["ips"][0]["address"].get<std::string>() : "";
     }
     std::vector<cluster::FixedClaim> claims_in_etcd() const {
-        cluster::EtcdConfig cfg;
-        cfg.endpoints = etcd->client_urls();
-        cluster::EtcdClient client(cfg);
+        cluster::EtcdClient client(client_config());
         auto c = cluster::FixedClaims(client, "/shmipam").all("sts");
         EXPECT_TRUE(c) << c.error().msg;
         return c ? *c : std::vector<cluster::FixedClaim>{};

@@ -69,9 +69,7 @@ class SimulatedNodes : public ThreeEtcdMembers {
         }
     }
     std::vector<cluster::Block> store_blocks() const {
-        cluster::EtcdConfig cfg;
-        cfg.endpoints = etcd->client_urls();
-        cluster::EtcdClient client(cfg);
+        cluster::EtcdClient client(client_config());
         auto b = cluster::BlockStore(client, "/shmipam").blocks("shared");
         EXPECT_TRUE(b) << b.error().msg;
         return b ? *b : std::vector<cluster::Block>{};
