@@ -107,6 +107,7 @@ TEST_F(InvocationLog, BadSettingsAreAConfigErrorNamingTheFieldAndNoLogMeansNoFil
         EXPECT_NE(r.json()["msg"].get<std::string>().find("ipam.log"), std::string::npos) << r.out;
     }
     EXPECT_FALSE(std::filesystem::exists(dir.sub("x.log")));
+    EXPECT_FALSE(std::filesystem::exists(dir.sub("run"))) << "a refused config touched the state";
     ASSERT_EQ(run("ADD", "c1", config(json::object())).exit_code, 0);
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
         EXPECT_EQ(e.path().string().find(".log"), std::string::npos) << e.path();
