@@ -179,7 +179,8 @@ json helper_request(const NetConf& nc, const std::string& pool, const engine::Ci
 }
 
 // Starts the helper in its own session with `input` on stdin, /dev/null for its output, and
-// `lock_fd` (the pool's lock, held) as its fd 3; never waited for: it outlives the plugin, and
+// `lock_fd` (the pool's lock, held; or -1: the helper waits for the lock) as its fd 3; never
+// waited for: it outlives the plugin, and
 // the runtime, which waits for the plugin's output to close, does not wait for it.
 void spawn_detached(const std::string& path, const std::string& input, int lock_fd) {
     int in[2];
@@ -189,7 +190,7 @@ void spawn_detached(const std::string& path, const std::string& input, int lock_
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, lock_fd, 3);  // clears FD_CLOEXEC on 3
+    if (lock_fd >= 0) posix_spawn_file_actions_adddup2(&fa, lock_fd, 3);  // clears FD_CLOEXEC
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
@@ -352,24 +353,21 @@ void after_del(const NetConf& nc, const std::string& pool,
     }
     for (const cluster::ReleaseDue& due : cluster::read_release_due(dir, pool)) {
         if (due.due_unix_s > now) continue;
-        const int lock =
-            ::open((dir + "/" + pool + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (lock < 0) return;
-        if (::flock(lock, LOCK_EX | LOCK_NB) == 0) {
-            // Not started again by every DEL if this helper cannot decide (etcd down, say): it
-            // removes or rewrites the mark when it does.
-            cluster::write_release_due(dir, pool, due.block, now + 30);
-            json req{{"etcd", cm.etcd},
-                     {"pool", pool},
-                     {"node", nc.pool_mode->node_name},
-                     {"stateDir", dir},
-                     {"release", due.block.to_string()},
-                     {"poolState", store.dir()},
-                     {"minAgeS", cm.block_min_age_s},
-                     {"lockFd", 3}};
-            spawn_detached(helper_path(cm), req.dump(), lock);
-        }
-        ::close(lock);
+        // The helper takes the pool's lock itself, waiting while another helper of the pool
+        // (an ADD's claim) holds it. Started only when the lock was free, a release was left
+        // for the node's next DEL, which may never come: under a storm of claims every
+        // release was dropped so.
+        // Not started again by every DEL if this helper cannot decide (etcd down, say): it
+        // removes or rewrites the mark when it does.
+        cluster::write_release_due(dir, pool, due.block, now + 30);
+        json req{{"etcd", cm.etcd},
+                 {"pool", pool},
+                 {"node", nc.pool_mode->node_name},
+                 {"stateDir", dir},
+                 {"release", due.block.to_string()},
+                 {"poolState", store.dir()},
+                 {"minAgeS", cm.block_min_age_s}};
+        spawn_detached(helper_path(cm), req.dump(), -1);
         return;  // one at a time: the next DEL starts the next
     }
 }

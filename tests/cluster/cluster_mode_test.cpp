@@ -3,11 +3,14 @@
 // 3-member etcd. Concurrent ADDs on every node claim blocks through the cluster helper; no
 // address is held twice cluster-wide; with etcd gone, ADDs inside owned blocks still succeed and
 // one that needs a new block fails with "etcd unavailable".
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -16,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cluster/release_due.h"
 #include "tests/cluster/simulated_nodes.h"
 
 namespace shmipam::testing {
@@ -394,6 +398,36 @@ TEST_F(ClusterMode, AnAddLeavesABlockMarkedToBeGivenBackAloneWhileAnotherHasRoom
     EXPECT_EQ(v.exit_code, 0) << v.out;
 }
 
+// Found by CI (ClaimsAndReleasesRacingOnThreeNodes... gave no block back in four rounds, again):
+// a DEL that emptied a block started its release only if the pool's helper lock was free, and
+// left it for the node's next DEL otherwise. Under a storm of claims on the node the lock was
+// always held, so every release was dropped, and with no later DEL the block stayed. The
+// release helper now waits for the lock. Here the test holds the lock through the DELs.
+TEST_F(ClusterMode, ABlockEmptiedWhileAClaimHoldsThePoolLockIsGivenBackOnceTheLockIsFree) {
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 0;
+    c["ipam"]["blockMinAgeS"] = 0;
+    const std::string cfg = c.dump();
+    auto [pods_in, full, partial] = twenty_pods_on_two_blocks(cfg);
+    ASSERT_FALSE(full.empty() || partial.empty()) << "20 pods did not fill a block and start one";
+    const std::string lock_path = dir.sub("node-0/data/_cluster") + "/shared.lock";
+    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(lock, 0) << lock_path;
+    ASSERT_EQ(::flock(lock, LOCK_EX | LOCK_NB), 0) << "a helper still holds " << lock_path;
+    for (const auto& pod : pods_in[partial]) {
+        auto r = run_plugin(cni_env("DEL", pod), cfg);
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    ::usleep(500 * 1000);
+    EXPECT_EQ(blocks_of(store_blocks(), "node-0"), 2u) << "given back under another's lock";
+    ::close(lock);  // the claim is over; no DEL follows
+    EXPECT_TRUE(wait_for_blocks([this] { return store_blocks(); }, "node-0", 1))
+        << "the block emptied while the lock was held was never given back";
+    for (const auto& b : store_blocks()) EXPECT_EQ(b.cidr.to_string(), full);
+    auto v = run_ctl({"--run-dir", dir.sub("node-0/run"), "verify", "pool/shared"});
+    EXPECT_EQ(v.exit_code, 0) << v.out;
+}
+
 // Found by review: a release whose delete failed put the block back in the cache, though the
 // delete may have been committed with its answer lost (then another node may claim the block
 // while this one allocates from it). The block now stays out of the cache; if the store still
@@ -597,6 +631,17 @@ TEST_F(ClusterMode, ClaimsAndReleasesRacingOnThreeNodesNeverGiveAnAddressTwice) 
                       1u)
                 << at.second << " of " << pod << " is not in a block the store gives its node";
         }
+    }
+    if (given_back == 0) {  // what each node was left with, to tell why
+        for (int n = 0; n < kNodes; ++n) {
+            const std::string d = dir.sub("node-" + std::to_string(n) + "/data/_cluster");
+            std::cout << "node-" << n << " blocks cached:\n" << read_file(d + "/shared.blocks");
+            for (const auto& due : cluster::read_release_due(d, "shared")) {
+                std::cout << "  marked " << due.block.to_string() << " due " << due.due_unix_s
+                          << " (now " << std::time(nullptr) << ")\n";
+            }
+        }
+        std::cout << run_ctl({"cluster", "ls", "--config", config_file(0)}).out;
     }
     EXPECT_GT(given_back, 0u) << "no block was given back: the test raced nothing";
     std::cout << "blocks given back: " << given_back << "\n";
