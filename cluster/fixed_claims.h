@@ -42,12 +42,17 @@ class FixedClaims {
     // no claim holds (nullopt from it: none left, code 100).
     using Pick =
         std::function<std::optional<engine::IpAddress>(const std::set<std::string>& taken)>;
+    // With `fence`, a claim this node holds already is written again at its revision (a new
+    // nonce): a give-up that read it before then fails (FixedClaims::give_up).
     Expected<FixedClaim> take(const std::string& pool, const std::string& key,
                               const std::string& node, const Pick& pick,
-                              std::string* moved_from = nullptr);
-    // Gives the claim up if it is still `node`'s: false when another node holds it (or none).
-    Expected<bool> give_up(const std::string& pool, const std::string& key,
-                           const std::string& node);
+                              std::string* moved_from = nullptr, bool fence = false);
+    // Gives the claim up if it is still `node`'s and `unheld_here` (asked after the claim was
+    // read, before it is deleted at that revision) says the node holds it no more: false when
+    // another node holds it (or none), or this node again.
+    Expected<bool> give_up(
+        const std::string& pool, const std::string& key, const std::string& node,
+        const std::function<bool()>& unheld_here = [] { return true; });
     // Every claim of the pool (tools).
     Expected<std::vector<FixedClaim>> all(const std::string& pool);
     // Every claim of every pool, by pool (cluster gc).

@@ -306,14 +306,29 @@ Expected<engine::IpAddress> take_fixed_address(const NetConf& nc, const std::str
     return *a;
 }
 
+Status fence_fixed_address(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                           const pools::IpSet& usable, const std::string& claim_key,
+                           const engine::IpAddress& address) {
+    json req = helper_request(nc, pool, cidr, usable, std::nullopt);
+    req["fixed"] = claim_key;
+    req["fence"] = true;
+    req["address"] = address.to_string();
+    auto ans = ask_helper(nc, req);
+    if (!ans) return ans.error();
+    return Ok{};
+}
+
 Status give_up_fixed_address(const NetConf& nc, const std::string& pool,
-                             const std::string& claim_key) {
+                             const std::string& claim_key, const std::string& pool_state,
+                             const std::string& ifname) {
     const ClusterMode& cm = *nc.pool_mode->cluster;
     const json req{{"etcd", cm.etcd},
                    {"pool", pool},
                    {"node", nc.pool_mode->node_name},
                    {"stateDir", cluster_state_dir(nc)},
-                   {"unfix", claim_key}};
+                   {"unfix", claim_key},
+                   {"poolState", pool_state},
+                   {"ifname", ifname}};
     auto ans = ask_helper(nc, req);
     if (!ans) return ans.error();
     return Ok{};

@@ -42,9 +42,17 @@ void reconcile_after_boot(const NetConf& nc, const std::string& pool, const engi
 Expected<engine::IpAddress> take_fixed_address(const NetConf& nc, const std::string& pool,
                                                const engine::Cidr& cidr, const pools::IpSet& usable,
                                                const std::string& claim_key);
-// Gives the claim up in etcd if it is still this node's (a DEL that freed it here).
+// After an ADD made a new local claim on `address`: the etcd claim written again (or created on
+// it), so that a DEL's give-up that read it before fails. Code 11 when etcd no longer gives the
+// claim that address (the ADD undoes its claim; the runtime's retry takes it afresh).
+Status fence_fixed_address(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
+                           const pools::IpSet& usable, const std::string& claim_key,
+                           const engine::IpAddress& address);
+// Gives the claim up in etcd if it is still this node's and the pool state `pool_state` holds
+// the claim (claim_key, ifname) no more when the helper has read it (a DEL that freed it here).
 Status give_up_fixed_address(const NetConf& nc, const std::string& pool,
-                             const std::string& claim_key);
+                             const std::string& claim_key, const std::string& pool_state,
+                             const std::string& ifname);
 
 // Whether every address lies in a block the node's cache lists now (false when it cannot be
 // read): an ADD's check after it took them.

@@ -356,6 +356,17 @@ struct FamilyClaim {
         if (!added->existing) new_claims.push_back(*at);
         holding.push_back(*at);
         for (const auto& a : added->addresses) answered.push_back({state, a});
+        // A new local claim: a DEL of the pod's old sandbox may have freed the one it had and
+        // be giving the etcd claim up, having read it before this ADD's helper found it ours
+        // without writing. The claim is written again now (or made again on the address), so
+        // that the give-up fails; else the node would hold an address etcd gives no claim.
+        if (!added->existing) {
+            if (auto st = fence_fixed_address(nc, c.name, object.subnet, usable, request.claim->key,
+                                              *fixed);
+                !st) {
+                return st.error();  // the caller undoes this claim
+            }
+        }
         return true;
     }
 
@@ -459,15 +470,17 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
 
 // DEL, GC: every pool state of the node, whatever the pools directory says now.
 // Cluster mode, a fixed-address pool: a DEL that freed the pod's claim here (policy 0) gives
-// it up in etcd too, if it is still this node's (a late DEL after the pod moved frees nothing).
+// it up in etcd too, if it is still this node's (a late DEL after the pod moved frees nothing)
+// and the helper, once it has read the claim, finds no local claim made again meanwhile.
 Status after_fixed_del(const CniEnv& env, const NetConf& nc, const CniArgs& args,
-                       const std::string& pool, engine::Allocator& alloc) {
+                       const std::string& pool, engine::Allocator& alloc,
+                       const std::string& alloc_dir) {
     auto fixed = fixed_ip_claim(env, nc, args);
     if (!fixed || !*fixed) return Ok{};
     for (const auto& c : alloc.claims()) {
         if (c.fp == engine::fingerprint((*fixed)->key, env.ifname)) return Ok{};  // kept here
     }
-    return give_up_fixed_address(nc, pool, (*fixed)->key);
+    return give_up_fixed_address(nc, pool, (*fixed)->key, alloc_dir, env.ifname);
 }
 
 Invocation pool_release(const CniEnv& env, const NetConf& nc, const std::string& v,
@@ -491,7 +504,7 @@ Invocation pool_release(const CniEnv& env, const NetConf& nc, const std::string&
             if (done && nc.pool_mode->cluster) {
                 const std::string pool = object_name_of_state(s.name);
                 if (nc.pool_mode->cluster->fixed_pools.count(pool) != 0) {
-                    done = after_fixed_del(env, nc, args, pool, alloc);
+                    done = after_fixed_del(env, nc, args, pool, alloc, s.store->dir());
                 } else {
                     after_del(nc, pool, released, *s.store);
                 }

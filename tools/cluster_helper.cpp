@@ -16,7 +16,10 @@
 //   "refresh": true (instead of a claim: only rewrite the cache from the store),
 //   "fixed": "<claim key>" (instead of a block: the fixed address of that claim, taken over from
 //   another node if needed, or a new one among "usable"; answers {"address", "movedFrom"}),
-//   "unfix": "<claim key>" (give that claim up if it is still this node's: {"released": bool})}
+//   "fence": true, "address": "<address>" (with "fixed": the node made a new local claim on that
+//   address: the etcd claim is written again, or created on it; fails if it cannot be),
+//   "unfix": "<claim key>" (give that claim up if it is still this node's, and, with
+//   "poolState" and "ifname", if that pool state holds the claim no more: {"released": bool})}
 // stdout: {"claimed": "<block CIDR>" or null, "atCap": bool, "blocks": ["<CIDR>", ...]}; exit 0.
 // Errors: {"code": N, "msg": "..."}, exit 1 (the plugin passes them on).
 #include <fcntl.h>
@@ -41,6 +44,8 @@
 #include "cluster/cluster_identity.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
+#include "engine/addr/fingerprint.h"
+#include "engine/ops/allocator.h"
 #include "pools/ip_set.h"
 #include "tools/cluster_release.h"
 
@@ -98,6 +103,21 @@ std::optional<Error> found_unavailable_meanwhile(const std::string& marker,
                       why + " (found by another helper of this node while this one waited)");
 }
 
+// Whether this node holds the claim (key, ifname) no more: its pool state read now, after the
+// etcd claim was read (FixedClaims::give_up). A state that cannot be read keeps the etcd claim:
+// an address left claimed is an operator's cleanup, one given twice is an outage.
+bool unheld_here(const std::string& pool_state, const std::string& key, const std::string& ifname) {
+    if (pool_state.empty()) return true;  // a plugin that checked before asking
+    auto store = engine::NetworkStore::open_existing(pool_state, shm::Access::kReadOnly);
+    if (!store) return false;
+    engine::NetworkConfig cfg;
+    const engine::Fingerprint fp = engine::fingerprint(key, ifname);
+    for (const auto& c : engine::Allocator(**store, cfg).claims()) {
+        if (c.fp == fp) return false;
+    }
+    return true;
+}
+
 int run(const json& in) {
     auto cfg = cluster::etcd_config_from_json(in.value("etcd", json::object()));
     if (!cfg) return fail(cfg.error());
@@ -148,14 +168,27 @@ int run(const json& in) {
     if (fixed) {
         cluster::FixedClaims claims(etcd, cluster::etcd_prefix(in.value("etcd", json::object())));
         if (in.contains("unfix")) {
-            auto done = claims.give_up(pool, in.value("unfix", ""), node);
+            const std::string key = in.value("unfix", "");
+            auto done = claims.give_up(pool, key, node, [&] {
+                return unheld_here(in.value("poolState", ""), key, in.value("ifname", ""));
+            });
             if (!done) return fail(done.error());
             std::cout << json{{"released", *done}}.dump() << "\n";
             return 0;
         }
-        // The first usable address no claim holds.
+        // The first usable address no claim holds; the one the node holds when fencing (an ADD
+        // that made a new local claim on it: docs/cluster.md, "Fixed addresses across nodes").
+        const bool fence = in.value("fence", false);
+        const auto held_here = engine::IpAddress::parse(in.value("address", ""));
+        if (fence && !held_here) {
+            return fail(make_error(Code::kInvalidConfig, "fence needs the address held"));
+        }
         const auto pick =
             [&](const std::set<std::string>& taken) -> std::optional<engine::IpAddress> {
+            if (fence) {
+                if (taken.count(held_here->to_string()) != 0) return std::nullopt;
+                return *held_here;
+            }
             for (const auto& i : usable.intervals()) {
                 for (engine::u128 v = i.first;; ++v) {
                     const engine::IpAddress a{v, usable.family()};
@@ -166,7 +199,14 @@ int run(const json& in) {
             return std::nullopt;
         };
         std::string moved_from;
-        auto got = claims.take(pool, in.value("fixed", ""), node, pick, &moved_from);
+        auto got = claims.take(pool, in.value("fixed", ""), node, pick, &moved_from, fence);
+        if (fence && (!got || !(got->address == *held_here))) {
+            return fail(make_error(
+                Code::kTryAgainLater,
+                "the fixed address " + held_here->to_string() + " of " + in.value("fixed", "") +
+                    " was given up in etcd while this node took it; retry",
+                got ? "etcd gives the claim " + got->address.to_string() : got.error().msg));
+        }
         if (!got) return fail(got.error());
         std::cout << json{{"address", got->address.to_string()}, {"movedFrom", moved_from}}.dump()
                   << "\n";

@@ -2,6 +2,8 @@
 // pod's claim lives in etcd, in a pool meant for fixed addresses (ipam.fixedAddressPools, never
 // cut into blocks). Simulated nodes exec the real plugin and helper against a real etcd.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <set>
 #include <thread>
@@ -95,6 +97,97 @@ TEST_F(FixedAcrossNodes, APodRescheduledToAnotherNodeKeepsItsAddressAndALateDelC
             {"--run-dir", dir.sub("node-" + std::to_string(n) + "/run"), "verify", "pool/sts"});
         EXPECT_EQ(v.exit_code, 0) << v.out;
     }
+}
+
+// A cluster helper that stops once, on the first request naming `match`, until the test lets it
+// go: `before` the real helper runs, or after it answered. It makes one interleaving of a
+// plugin's helper call with another plugin's whole run, deterministically.
+class PausingHelper {
+  public:
+    PausingHelper(const TempDir& dir, const std::string& match, bool before)
+        : path_(dir.sub("pausing-helper")), paused_(dir.sub("paused")), go_(dir.sub("go")) {
+        const std::string wait = "if [ ! -e " + paused_ + " ] && printf '%s' \"$in\" | grep -q '" +
+                                 match + "'; then touch " + paused_ + "; while [ ! -e " + go_ +
+                                 " ]; do sleep 0.02; done; fi\n";
+        write_file(path_, std::string("#!/bin/sh\nin=$(cat)\n") + (before ? wait : "") +
+                              "out=$(printf '%s' \"$in\" | " SHMIPAM_CLUSTER_HELPER_PATH
+                              ")\nrc=$?\n" +
+                              (before ? "" : wait) + "printf '%s\\n' \"$out\"\nexit $rc\n");
+        ::chmod(path_.c_str(), 0755);
+    }
+    const std::string& path() const { return path_; }
+    bool wait_until_paused() const {
+        for (int i = 0; i < 500; ++i) {
+            if (::access(paused_.c_str(), F_OK) == 0) return true;
+            ::usleep(20 * 1000);
+        }
+        return false;
+    }
+    void go() const { write_file(go_, ""); }
+
+  private:
+    std::string path_, paused_, go_;
+};
+
+// Found in review: with policy 0, the old sandbox's DEL (a late one, retried by the kubelet)
+// ran while the new sandbox's ADD was between its helper's answer (the claim names this node:
+// no write) and its local claim. The DEL freed the local claim and gave the etcd claim up; the
+// ADD then claimed the address here, which etcd gave no claim: another node's pod could get
+// it. The ADD now writes the claim again after making a new local one (here: makes it anew).
+TEST_F(FixedAcrossNodes, AnAddWhoseClaimWasGivenUpAfterItsHelperAnsweredClaimsItAgainInEtcd) {
+    auto first = add(0, "c1", "db-0", "0");
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    const std::string a = address(first);
+    PausingHelper helper(dir, "\"fixed\"", /*before=*/false);
+    json paused_cfg = sts_config(0, "db-0", "0");
+    paused_cfg["ipam"]["clusterHelper"] = helper.path();
+    Child adding({SHMIPAM_PLUGIN_PATH}, env("ADD", "c2", "db-0"), paused_cfg.dump());
+    ASSERT_TRUE(helper.wait_until_paused()) << "the ADD never asked its helper";
+    auto del = run_plugin(env("DEL", "c1", "db-0"), sts_config(0, "db-0", "0").dump());
+    ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+    ASSERT_TRUE(claims_in_etcd().empty()) << "the DEL did not give the claim up: no race made";
+    helper.go();
+    auto added = adding.wait();
+    ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
+    EXPECT_EQ(address(added), a);
+    auto claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u) << "node-0 holds " << a << " and etcd gives no claim for it";
+    EXPECT_EQ(claims[0].key, "sts:shop/db-0/eth0");
+    EXPECT_EQ(claims[0].node, "node-0");
+    EXPECT_EQ(claims[0].address.to_string() + "/28", a);
+    auto other = add(1, "o1", "db-1");
+    ASSERT_EQ(other.exit_code, 0) << other.out;
+    EXPECT_NE(address(other), a);
+    auto v = run_ctl({"--run-dir", dir.sub("node-0/run"), "verify", "pool/sts"});
+    EXPECT_EQ(v.exit_code, 0) << v.out;
+}
+
+// Found in review: the DEL checked that the node held the claim no more, then its helper read
+// the etcd claim (still this node's) and deleted it. A new sandbox's ADD between the two made
+// a local claim on the address (and wrote the etcd claim), which the delete then took from
+// under it. The helper now reads the pool state after reading the etcd claim.
+TEST_F(FixedAcrossNodes, ADelsGiveUpLeavesAClaimTheNewSandboxMadeHereAfterTheDelLookedLocally) {
+    auto first = add(0, "c1", "db-0", "0");
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    const std::string a = address(first);
+    PausingHelper helper(dir, "\"unfix\"", /*before=*/true);
+    json paused_cfg = sts_config(0, "db-0", "0");
+    paused_cfg["ipam"]["clusterHelper"] = helper.path();
+    Child deleting({SHMIPAM_PLUGIN_PATH}, env("DEL", "c1", "db-0"), paused_cfg.dump());
+    ASSERT_TRUE(helper.wait_until_paused()) << "the DEL never asked its helper to give up";
+    auto added = add(0, "c2", "db-0", "0");
+    ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
+    EXPECT_EQ(address(added), a);
+    helper.go();
+    auto del = deleting.wait();
+    ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+    auto claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u) << "the late give-up deleted the claim node-0 uses for " << a;
+    EXPECT_EQ(claims[0].node, "node-0");
+    EXPECT_EQ(claims[0].address.to_string() + "/28", a);
+    auto other = add(1, "o1", "db-1");
+    ASSERT_EQ(other.exit_code, 0) << other.out;
+    EXPECT_NE(address(other), a);
 }
 
 TEST_F(FixedAcrossNodes, PodsStartingAtOnceOnManyNodesGetDistinctAddressesAndOnePodOneAddress) {
