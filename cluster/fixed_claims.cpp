@@ -39,25 +39,13 @@ Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
 
 Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::string& key,
                                        const std::string& node, const Pick& pick,
-                                       std::string* moved_from, bool fence) {
+                                       std::string* moved_from) {
     // An address record naming this claim, seen by the previous pass's listing.
     std::optional<std::pair<engine::IpAddress, int64_t>> named_ours;
     for (int attempt = 0; attempt < kTries; ++attempt) {
         auto held = read(pool, key);
         if (!held) return held.error();
-        if (*held && (*held)->node == node) {
-            if (!fence) return **held;
-            const json v{
-                {"address", (*held)->address.to_string()}, {"node", node}, {"nonce", nonce()}};
-            auto done = etcd_.txn(
-                {{claim_key(pool, key), EtcdClient::Compare::Target::kMod, (*held)->mod_revision}},
-                {{claim_key(pool, key), v.dump()}});
-            if (!done) return done.error();
-            if (!*done) continue;  // given up or taken meanwhile: look again
-            FixedClaim c = **held;
-            c.mod_revision = etcd_.last_header().revision;
-            return c;
-        }
+        if (*held && (*held)->node == node) return **held;
         if (!*held && named_ours) {
             // The listing named this claim and the claim is still absent: an address record
             // whose claim was deleted alone (by hand). The claim is created on it, if the
@@ -135,8 +123,8 @@ Expected<bool> FixedClaims::give_up(const std::string& pool, const std::string& 
     auto held = read(pool, key);
     if (!held) return held.error();
     if (!*held || (*held)->node != node) return false;
-    // Asked after the read: a local claim made after this answer is fenced by its ADD, which
-    // writes the claim again (take with fence) and so makes the delete below fail.
+    // Asked after the read, under the node's pool lock: an ADD of the pod on this node has
+    // either made its local claim (kept) or not yet taken the claim (it finds it gone).
     if (!unheld_here()) return false;
     return remove(pool, **held);
 }

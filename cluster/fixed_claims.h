@@ -42,14 +42,13 @@ class FixedClaims {
     // no claim holds (nullopt from it: none left, code 100).
     using Pick =
         std::function<std::optional<engine::IpAddress>(const std::set<std::string>& taken)>;
-    // With `fence`, a claim this node holds already is written again at its revision (a new
-    // nonce): a give-up that read it before then fails (FixedClaims::give_up).
     Expected<FixedClaim> take(const std::string& pool, const std::string& key,
                               const std::string& node, const Pick& pick,
-                              std::string* moved_from = nullptr, bool fence = false);
+                              std::string* moved_from = nullptr);
     // Gives the claim up if it is still `node`'s and `unheld_here` (asked after the claim was
     // read, before it is deleted at that revision) says the node holds it no more: false when
-    // another node holds it (or none), or this node again.
+    // another node holds it (or none), or this node again. The caller holds the node's pool
+    // lock, which an ADD holds from its take until its local claim is made.
     Expected<bool> give_up(
         const std::string& pool, const std::string& key, const std::string& node,
         const std::function<bool()>& unheld_here = [] { return true; });

@@ -275,14 +275,12 @@ void reconcile_after_boot(const NetConf& nc, const std::string& pool, const engi
 
 namespace {
 
-// The helper's answer to `req`, or its error.
-Expected<json> ask_helper(const NetConf& nc, const json& req) {
-    auto out = run_helper(helper_path(*nc.pool_mode->cluster), req.dump());
-    if (!out) return out.error();
-    json ans = json::parse(*out, nullptr, false);
+// The helper's answer printed as `out`, or its error.
+Expected<json> helper_answer(const std::string& out) {
+    json ans = json::parse(out, nullptr, false);
     if (ans.is_discarded() || !ans.is_object()) {
         return make_error(Code::kInternal, "the cluster helper answered something that is not JSON",
-                          *out);
+                          out);
     }
     if (ans.contains("code")) {
         return make_error(Code(ans.value("code", 999)), ans.value("msg", ""),
@@ -291,31 +289,48 @@ Expected<json> ask_helper(const NetConf& nc, const json& req) {
     return ans;
 }
 
+// The helper's answer to `req`, or its error.
+Expected<json> ask_helper(const NetConf& nc, const json& req) {
+    auto out = run_helper(helper_path(*nc.pool_mode->cluster), req.dump());
+    if (!out) return out.error();
+    return helper_answer(*out);
+}
+
 }  // namespace
+
+Expected<std::unique_ptr<PoolHelperLock>> PoolHelperLock::acquire(const NetConf& nc,
+                                                                  const std::string& pool) {
+    const std::string dir = cluster_state_dir(nc);
+    make_dirs(dir);
+    const std::string path = dir + "/" + pool + ".lock";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) {
+        const int e = errno;
+        if (fd >= 0) ::close(fd);
+        return make_error(Code::kIo, "cannot lock " + path + ": " + std::strerror(e));
+    }
+    return std::unique_ptr<PoolHelperLock>(new PoolHelperLock(fd));
+}
+
+PoolHelperLock::~PoolHelperLock() {
+    ::close(fd_);
+}
 
 Expected<engine::IpAddress> take_fixed_address(const NetConf& nc, const std::string& pool,
                                                const engine::Cidr& cidr, const pools::IpSet& usable,
-                                               const std::string& claim_key) {
+                                               const std::string& claim_key,
+                                               const PoolHelperLock& held) {
     json req = helper_request(nc, pool, cidr, usable, std::nullopt);
     req["fixed"] = claim_key;
-    auto ans = ask_helper(nc, req);
+    req["lockFd"] = 3;
+    auto out = run_helper(helper_path(*nc.pool_mode->cluster), req.dump(), held.fd());
+    if (!out) return out.error();
+    auto ans = helper_answer(*out);
     if (!ans) return ans.error();
     auto a = engine::IpAddress::parse(ans->value("address", ""));
     if (!a)
         return make_error(Code::kInternal, "the cluster helper answered no address", ans->dump());
     return *a;
-}
-
-Status fence_fixed_address(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
-                           const pools::IpSet& usable, const std::string& claim_key,
-                           const engine::IpAddress& address) {
-    json req = helper_request(nc, pool, cidr, usable, std::nullopt);
-    req["fixed"] = claim_key;
-    req["fence"] = true;
-    req["address"] = address.to_string();
-    auto ans = ask_helper(nc, req);
-    if (!ans) return ans.error();
-    return Ok{};
 }
 
 Status give_up_fixed_address(const NetConf& nc, const std::string& pool,

@@ -3,6 +3,7 @@
 // when the node needs another block.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -36,18 +37,29 @@ Expected<OwnBlocks> in_own_blocks(const NetConf& nc, const std::string& pool,
 void reconcile_after_boot(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
                           const pools::IpSet& usable);
 
+// The node's lock on a pool's helpers (<dataDir>/_cluster/<pool>.lock), held while this lives.
+class PoolHelperLock {
+  public:
+    static Expected<std::unique_ptr<PoolHelperLock>> acquire(const NetConf& nc,
+                                                             const std::string& pool);
+    ~PoolHelperLock();
+    PoolHelperLock(const PoolHelperLock&) = delete;
+    PoolHelperLock& operator=(const PoolHelperLock&) = delete;
+    int fd() const { return fd_; }
+
+  private:
+    explicit PoolHelperLock(int fd) : fd_(fd) {}
+    int fd_;
+};
+
 // Fixed addresses across nodes (docs/cluster.md): the address of the claim `claim_key` in the
 // fixed-address pool `pool`, taken over from another node if needed, or a new one among
-// `usable`, through the helper. Code 100 when the pool has none left; 50 without etcd.
+// `usable`, through the helper, which runs under `held` (the caller keeps holding it until its
+// local claim is made). Code 100 when the pool has none left; 50 without etcd.
 Expected<engine::IpAddress> take_fixed_address(const NetConf& nc, const std::string& pool,
                                                const engine::Cidr& cidr, const pools::IpSet& usable,
-                                               const std::string& claim_key);
-// After an ADD made a new local claim on `address`: the etcd claim written again (or created on
-// it), so that a DEL's give-up that read it before fails. Code 11 when etcd no longer gives the
-// claim that address (the ADD undoes its claim; the runtime's retry takes it afresh).
-Status fence_fixed_address(const NetConf& nc, const std::string& pool, const engine::Cidr& cidr,
-                           const pools::IpSet& usable, const std::string& claim_key,
-                           const engine::IpAddress& address);
+                                               const std::string& claim_key,
+                                               const PoolHelperLock& held);
 // Gives the claim up in etcd if it is still this node's and the pool state `pool_state` holds
 // the claim (claim_key, ifname) no more when the helper has read it (a DEL that freed it here).
 Status give_up_fixed_address(const NetConf& nc, const std::string& pool,

@@ -315,7 +315,16 @@ struct FamilyClaim {
                                const std::string& state, const pools::IpSet& usable,
                                const std::optional<IpAddress>& wanted,
                                std::vector<std::string>& reasons) {
-        auto fixed = take_fixed_address(nc, c.name, object.subnet, usable, request.claim->key);
+        // The node's pool lock, held from the take until the local claim is made: a DEL of the
+        // pod's old sandbox gives the etcd claim up under it, after looking for a local claim
+        // (its helper reads the pool state after the etcd claim). So it either finds this
+        // ADD's local claim and keeps the etcd claim, or gives it up before this take, which
+        // then takes it anew; never between a take that found the claim this node's (no
+        // write) and the local claim, which would leave an address etcd gives no claim.
+        auto held = PoolHelperLock::acquire(nc, c.name);
+        if (!held) return held.error();
+        auto fixed =
+            take_fixed_address(nc, c.name, object.subnet, usable, request.claim->key, **held);
         if (!fixed) {
             if (fixed.error().code != Code::kNoAddressFree) return fixed.error();
             reasons.push_back(fixed.error().msg);
@@ -356,17 +365,6 @@ struct FamilyClaim {
         if (!added->existing) new_claims.push_back(*at);
         holding.push_back(*at);
         for (const auto& a : added->addresses) answered.push_back({state, a});
-        // A new local claim: a DEL of the pod's old sandbox may have freed the one it had and
-        // be giving the etcd claim up, having read it before this ADD's helper found it ours
-        // without writing. The claim is written again now (or made again on the address), so
-        // that the give-up fails; else the node would hold an address etcd gives no claim.
-        if (!added->existing) {
-            if (auto st = fence_fixed_address(nc, c.name, object.subnet, usable, request.claim->key,
-                                              *fixed);
-                !st) {
-                return st.error();  // the caller undoes this claim
-            }
-        }
         return true;
     }
 

@@ -16,8 +16,6 @@
 //   "refresh": true (instead of a claim: only rewrite the cache from the store),
 //   "fixed": "<claim key>" (instead of a block: the fixed address of that claim, taken over from
 //   another node if needed, or a new one among "usable"; answers {"address", "movedFrom"}),
-//   "fence": true, "address": "<address>" (with "fixed": the node made a new local claim on that
-//   address: the etcd claim is written again, or created on it; fails if it cannot be),
 //   "unfix": "<claim key>" (give that claim up if it is still this node's, and, with
 //   "poolState" and "ifname", if that pool state holds the claim no more: {"released": bool})}
 // stdout: {"claimed": "<block CIDR>" or null, "atCap": bool, "blocks": ["<CIDR>", ...]}; exit 0.
@@ -176,19 +174,9 @@ int run(const json& in) {
             std::cout << json{{"released", *done}}.dump() << "\n";
             return 0;
         }
-        // The first usable address no claim holds; the one the node holds when fencing (an ADD
-        // that made a new local claim on it: docs/cluster.md, "Fixed addresses across nodes").
-        const bool fence = in.value("fence", false);
-        const auto held_here = engine::IpAddress::parse(in.value("address", ""));
-        if (fence && !held_here) {
-            return fail(make_error(Code::kInvalidConfig, "fence needs the address held"));
-        }
+        // The first usable address no claim holds.
         const auto pick =
             [&](const std::set<std::string>& taken) -> std::optional<engine::IpAddress> {
-            if (fence) {
-                if (taken.count(held_here->to_string()) != 0) return std::nullopt;
-                return *held_here;
-            }
             for (const auto& i : usable.intervals()) {
                 for (engine::u128 v = i.first;; ++v) {
                     const engine::IpAddress a{v, usable.family()};
@@ -199,14 +187,7 @@ int run(const json& in) {
             return std::nullopt;
         };
         std::string moved_from;
-        auto got = claims.take(pool, in.value("fixed", ""), node, pick, &moved_from, fence);
-        if (fence && (!got || !(got->address == *held_here))) {
-            return fail(make_error(
-                Code::kTryAgainLater,
-                "the fixed address " + held_here->to_string() + " of " + in.value("fixed", "") +
-                    " was given up in etcd while this node took it; retry",
-                got ? "etcd gives the claim " + got->address.to_string() : got.error().msg));
-        }
+        auto got = claims.take(pool, in.value("fixed", ""), node, pick, &moved_from);
         if (!got) return fail(got.error());
         std::cout << json{{"address", got->address.to_string()}, {"movedFrom", moved_from}}.dump()
                   << "\n";

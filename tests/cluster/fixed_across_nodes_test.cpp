@@ -106,9 +106,10 @@ class PausingHelper {
   public:
     PausingHelper(const TempDir& dir, const std::string& match, bool before)
         : path_(dir.sub("pausing-helper")), paused_(dir.sub("paused")), go_(dir.sub("go")) {
-        const std::string wait = "if [ ! -e " + paused_ + " ] && printf '%s' \"$in\" | grep -q '" +
-                                 match + "'; then touch " + paused_ + "; while [ ! -e " + go_ +
-                                 " ]; do sleep 0.02; done; fi\n";
+        // (Its copy of a lock handed over as fd 3 is closed first: only the plugin holds it.)
+        const std::string wait =
+            "exec 3>&-\nif [ ! -e " + paused_ + " ] && printf '%s' \"$in\" | grep -q '" + match +
+            "'; then touch " + paused_ + "; while [ ! -e " + go_ + " ]; do sleep 0.02; done; fi\n";
         write_file(path_, std::string("#!/bin/sh\nin=$(cat)\n") + (before ? wait : "") +
                               "out=$(printf '%s' \"$in\" | " SHMIPAM_CLUSTER_HELPER_PATH
                               ")\nrc=$?\n" +
@@ -133,8 +134,9 @@ class PausingHelper {
 // ran while the new sandbox's ADD was between its helper's answer (the claim names this node:
 // no write) and its local claim. The DEL freed the local claim and gave the etcd claim up; the
 // ADD then claimed the address here, which etcd gave no claim: another node's pod could get
-// it. The ADD now writes the claim again after making a new local one (here: makes it anew).
-TEST_F(FixedAcrossNodes, AnAddWhoseClaimWasGivenUpAfterItsHelperAnsweredClaimsItAgainInEtcd) {
+// it. The ADD now holds the node's pool lock from its take until its local claim is made, and
+// the DEL's give-up waits for it (then finds the local claim and keeps the etcd claim).
+TEST_F(FixedAcrossNodes, ADelCannotGiveTheClaimUpBetweenAnAddsTakeAndItsLocalClaim) {
     auto first = add(0, "c1", "db-0", "0");
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
     const std::string a = address(first);
@@ -143,13 +145,17 @@ TEST_F(FixedAcrossNodes, AnAddWhoseClaimWasGivenUpAfterItsHelperAnsweredClaimsIt
     paused_cfg["ipam"]["clusterHelper"] = helper.path();
     Child adding({SHMIPAM_PLUGIN_PATH}, env("ADD", "c2", "db-0"), paused_cfg.dump());
     ASSERT_TRUE(helper.wait_until_paused()) << "the ADD never asked its helper";
-    auto del = run_plugin(env("DEL", "c1", "db-0"), sts_config(0, "db-0", "0").dump());
-    ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
-    ASSERT_TRUE(claims_in_etcd().empty()) << "the DEL did not give the claim up: no race made";
+    Child deleting({SHMIPAM_PLUGIN_PATH}, env("DEL", "c1", "db-0"),
+                   sts_config(0, "db-0", "0").dump());
+    ::usleep(1000 * 1000);  // the DEL's whole run, had it not to wait
+    EXPECT_EQ(claims_in_etcd().size(), 1u)
+        << "the DEL gave the claim up between the ADD's take and its local claim";
     helper.go();
     auto added = adding.wait();
     ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
     EXPECT_EQ(address(added), a);
+    auto del = deleting.wait();
+    ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
     auto claims = claims_in_etcd();
     ASSERT_EQ(claims.size(), 1u) << "node-0 holds " << a << " and etcd gives no claim for it";
     EXPECT_EQ(claims[0].key, "sts:shop/db-0/eth0");
@@ -164,8 +170,8 @@ TEST_F(FixedAcrossNodes, AnAddWhoseClaimWasGivenUpAfterItsHelperAnsweredClaimsIt
 
 // Found in review: the DEL checked that the node held the claim no more, then its helper read
 // the etcd claim (still this node's) and deleted it. A new sandbox's ADD between the two made
-// a local claim on the address (and wrote the etcd claim), which the delete then took from
-// under it. The helper now reads the pool state after reading the etcd claim.
+// a local claim on the address, which the delete then took from under it. The helper now reads
+// the pool state after reading the etcd claim.
 TEST_F(FixedAcrossNodes, ADelsGiveUpLeavesAClaimTheNewSandboxMadeHereAfterTheDelLookedLocally) {
     auto first = add(0, "c1", "db-0", "0");
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
