@@ -32,6 +32,24 @@ namespace {
 // more makes it stale, not binding).
 constexpr time_t kClockSlackS = 5;
 
+// The answer of another helper of the node and pool that found etcd unreachable while this
+// invocation waited for the pool's lock (since `started`), if one did.
+std::optional<Error> found_unavailable_while_waiting(const std::string& dir,
+                                                     const std::string& pool,
+                                                     const timespec& started) {
+    struct stat marker {};
+    // (A time ahead of the clock is from before the clock was stepped back: not meant for us.)
+    if (::stat((dir + "/" + pool + ".unavailable").c_str(), &marker) == 0 &&
+        (marker.st_mtim.tv_sec > started.tv_sec ||
+         (marker.st_mtim.tv_sec == started.tv_sec && marker.st_mtim.tv_nsec >= started.tv_nsec)) &&
+        marker.st_mtim.tv_sec <= std::time(nullptr) + kClockSlackS) {
+        return make_error(Code::kUnavailable,
+                          "etcd unavailable (found by another cluster helper on this node "
+                          "while this invocation waited; see its error for the endpoints)");
+    }
+    return std::nullopt;
+}
+
 // shmipam-cluster beside the running plugin, unless the config names one.
 std::string helper_path(const ClusterMode& cm) {
     if (!cm.helper.empty()) return cm.helper;
@@ -301,6 +319,8 @@ Expected<json> ask_helper(const NetConf& nc, const json& req) {
 Expected<std::unique_ptr<PoolHelperLock>> PoolHelperLock::acquire(const NetConf& nc,
                                                                   const std::string& pool) {
     const std::string dir = cluster_state_dir(nc);
+    timespec started{};
+    ::clock_gettime(CLOCK_REALTIME, &started);
     make_dirs(dir);
     const std::string path = dir + "/" + pool + ".lock";
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -308,6 +328,13 @@ Expected<std::unique_ptr<PoolHelperLock>> PoolHelperLock::acquire(const NetConf&
         const int e = errno;
         if (fd >= 0) ::close(fd);
         return make_error(Code::kIo, "cannot lock " + path + ": " + std::strerror(e));
+    }
+    // ADDs piling up behind a helper that found etcd unreachable fail at once, each not waiting
+    // a budget of its own after every earlier one's (the helper, handed the lock, starts its
+    // clock after the wait and would not see it).
+    if (auto e = found_unavailable_while_waiting(dir, pool, started)) {
+        ::close(fd);
+        return *e;
     }
     return std::unique_ptr<PoolHelperLock>(new PoolHelperLock(fd));
 }
@@ -423,16 +450,9 @@ Expected<bool> claim_block(const NetConf& nc, const std::string& pool, const eng
         return make_error(Code::kIo,
                           "cannot lock " + dir + "/" + pool + ".lock: " + std::strerror(e));
     }
-    struct stat marker {};
-    // (A time ahead of the clock is from before the clock was stepped back: not meant for us.)
-    if (::stat((dir + "/" + pool + ".unavailable").c_str(), &marker) == 0 &&
-        (marker.st_mtim.tv_sec > started.tv_sec ||
-         (marker.st_mtim.tv_sec == started.tv_sec && marker.st_mtim.tv_nsec >= started.tv_nsec)) &&
-        marker.st_mtim.tv_sec <= std::time(nullptr) + kClockSlackS) {
+    if (auto e = found_unavailable_while_waiting(dir, pool, started)) {
         ::close(lock);
-        return make_error(Code::kUnavailable,
-                          "etcd unavailable (found by another ADD's cluster helper on this node "
-                          "while this one waited; see its error for the endpoints)");
+        return *e;
     }
     if (!address) {
         std::set<std::string> seen;

@@ -401,7 +401,12 @@ Invocation pool_add(const CniEnv& env, const NetConf& nc, const std::string& v,
     if (nc.pool_mode->cluster && !held->empty()) {
         bool stale = false;
         for (const Held& h : *held) {
-            stale = stale || !still_own(nc, object_name_of_state(h.state), h.addresses);
+            // (A fixed-address pool is never cut into blocks: its claims are in etcd, and a
+            // repeated ADD answers what the pod holds. Counted stale, it was freed outside the
+            // pool lock each time: docs/cluster.md, "Fixed addresses across nodes".)
+            const std::string pool = object_name_of_state(h.state);
+            if (nc.pool_mode->cluster->fixed_pools.count(pool) != 0) continue;
+            stale = stale || !still_own(nc, pool, h.addresses);
         }
         if (stale) {
             for (OpenState& s : opened) {

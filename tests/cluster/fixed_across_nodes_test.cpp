@@ -3,8 +3,12 @@
 // cut into blocks). Simulated nodes exec the real plugin and helper against a real etcd.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <fstream>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -147,7 +151,27 @@ TEST_F(FixedAcrossNodes, ADelCannotGiveTheClaimUpBetweenAnAddsTakeAndItsLocalCla
     ASSERT_TRUE(helper.wait_until_paused()) << "the ADD never asked its helper";
     Child deleting({SHMIPAM_PLUGIN_PATH}, env("DEL", "c1", "db-0"),
                    sts_config(0, "db-0", "0").dump());
-    ::usleep(1000 * 1000);  // the DEL's whole run, had it not to wait
+    // Until the DEL waits for the pool lock (a blocked flock is listed in /proc/locks with
+    // "->"), or it has ended: without the lock rule it ends, having given the claim up.
+    struct stat lock_file {};
+    ASSERT_EQ(::stat((dir.sub("node-0/data/_cluster") + "/sts.lock").c_str(), &lock_file), 0);
+    const std::string inode = ":" + std::to_string(lock_file.st_ino) + " ";
+    bool waiting = false;
+    for (int i = 0; i < 500 && !waiting; ++i) {
+        std::ifstream locks("/proc/locks");
+        for (std::string line; std::getline(locks, line);) {
+            waiting = waiting || (line.find("->") != std::string::npos &&
+                                  line.find(inode) != std::string::npos);
+        }
+        if (!waiting) {
+            siginfo_t ended{};
+            if (::waitid(P_PID, id_t(deleting.pid()), &ended, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                ended.si_pid != 0) {
+                break;  // ended (left to reap by wait() below)
+            }
+            ::usleep(20 * 1000);
+        }
+    }
     EXPECT_EQ(claims_in_etcd().size(), 1u)
         << "the DEL gave the claim up between the ADD's take and its local claim";
     helper.go();
@@ -194,6 +218,54 @@ TEST_F(FixedAcrossNodes, ADelsGiveUpLeavesAClaimTheNewSandboxMadeHereAfterTheDel
     auto other = add(1, "o1", "db-1");
     ASSERT_EQ(other.exit_code, 0) << other.out;
     EXPECT_NE(address(other), a);
+}
+
+// Found in review: a repeated ADD of a fixed pod in cluster mode counted its address stale (a
+// fixed pool has no blocks in the node's cache) and freed it, outside the pool lock, before
+// taking it again: with policy 0 the local claim went each time, and a late DEL meanwhile
+// could give the etcd claim up. A repeated ADD now answers what the pod holds.
+TEST_F(FixedAcrossNodes, ARepeatedAddOfAFixedPodKeepsItsClaimInsteadOfMakingItAgain) {
+    auto first = add(0, "c1", "db-0", "0");
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    const auto dels = [&] {
+        auto r = run_ctl({"--run-dir", dir.sub("node-0/run"), "dump", "pool/sts", "--json"});
+        EXPECT_EQ(r.exit_code, 0) << r.out;
+        return json::parse(r.out, nullptr, false)
+            .value("counters", json::object())
+            .value("dels", -1);
+    };
+    const int before = dels();
+    ASSERT_GE(before, 0);
+    auto again = add(0, "c1", "db-0", "0");
+    ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+    EXPECT_EQ(address(again), address(first));
+    EXPECT_EQ(dels(), before) << "the repeated ADD let its address go and took it again";
+}
+
+// Found in review: fixed-address ADDs wait for the node's pool lock before their helper runs,
+// so a helper did not see that the one before it had found etcd unreachable: with no quorum,
+// five pods starting at once on a node failed one budget after another (the last after five).
+// They now fail at once behind the first.
+TEST_F(FixedAcrossNodes, WithoutQuorumFixedAddsQueuedOnANodeFailTogetherNotOneBudgetEach) {
+    for (size_t i = 0; i < etcd->size(); ++i) etcd->kill(i);
+    std::vector<std::unique_ptr<Child>> children;
+    const auto start = std::chrono::steady_clock::now();
+    for (int p = 0; p < 5; ++p) {
+        json c = sts_config(0, "db-" + std::to_string(p));
+        c["ipam"]["etcd"]["budgetMs"] = 1500;
+        children.push_back(std::make_unique<Child>(
+            std::vector<std::string>{SHMIPAM_PLUGIN_PATH},
+            env("ADD", "c" + std::to_string(p), "db-" + std::to_string(p)), c.dump()));
+    }
+    for (auto& child : children) {
+        auto r = child->wait();
+        ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+        EXPECT_EQ(r.json()["code"], 50) << r.out;
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    EXPECT_LT(ms, 4500) << "queued ADDs each waited a budget of 1.5 s";
 }
 
 TEST_F(FixedAcrossNodes, PodsStartingAtOnceOnManyNodesGetDistinctAddressesAndOnePodOneAddress) {
