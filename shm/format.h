@@ -288,12 +288,14 @@ struct IndexHeader {
     // Next journal record number (fetch-add reserves records); set by scanning the journal when
     // the index is created.
     alignas(kCacheLine) uint64_t journal_tail;
-    // Which segments' directory entries are known durable, per segment (review A9: a high-water
-    // mark assumed creation order): bits 24..63 hold the window's first segment W, bit i of
-    // bits 0..23 says segment W + i is durable. Whoever opens a segment not marked for a
-    // durable append syncs the directory first (its creator may have died before doing so),
-    // then marks it, sliding the window forward when the segment is past it (older segments
-    // then read as not marked: their appenders sync again, which is only slower).
+    // Which segments' directory entries are known durable, one bit per segment and never a
+    // high-water mark: segments are not made durable in creation order (a creator may die between
+    // its link() and its directory sync while a later segment's sync has already run), so one
+    // segment's sync never vouches for another's name. Bits 24..63 hold the window's first
+    // segment W, bit i of bits 0..23 says segment W + i is durable. Whoever opens a segment not
+    // marked for a durable append syncs the directory first (its creator may have died before
+    // doing so), then marks it, sliding the window forward when the segment is past it (older
+    // segments then read as not marked: their appenders sync again, which is only slower).
     uint64_t journal_names_durable;
     // For people: the range sets and reuseDelay of the config last used, rewritten only when
     // they change. ranges_seq is a seqlock: odd while being written, and then bits 1..31 name

@@ -160,7 +160,7 @@ Status Journal::append(uint64_t& tail_word, std::span<JournalRecord> records,
     // is at or past the boundary it compacts below.
     // Cleared by a CAS from the value we stored: a holder judged dead while it still ran (it
     // cannot be, with kernel-held leases, but the word is shared) never clears the intent of
-    // the lease's next holder (review A5).
+    // the lease's next holder, so a compactor never drops a segment that holder is writing into.
     struct IntentScope {
         uint64_t* word = nullptr;
         uint64_t stored = 0;

@@ -73,8 +73,9 @@ class Journal {
     };
     // Where a rebuilt index starts appending: a whole segment past the first segment nobody has
     // created (nor covered), so that no sequence a writer of the retired index reserved (and may
-    // still write) is ever handed out again (review A4). A retired index's writers hold at most
-    // one append each, far fewer than a segment's records.
+    // still write) is ever handed out again: such a writer's late pwrite lands where no live
+    // record is, never over one. A retired index's writers hold at most one append each, far
+    // fewer than a segment's records.
     static uint64_t rebuilt_tail(const ScanResult& scan);
     // A journal file the scan could not read (LevelDB's log::Reader::Reporter).
     struct FileDamage {

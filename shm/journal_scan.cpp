@@ -197,7 +197,9 @@ Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t bel
                 }
                 // The checkpoint holds the newest of everything below what it covers, as of its
                 // writing; a record there that it lacks came later, from a retired index's
-                // writer. Past it, only the checkpoint's epoch appends (review A4).
+                // writer. Past it, only the checkpoint's epoch appends (a rebuilt index starts a
+                // whole segment past anything its predecessor reserved), so a record of another
+                // epoch there is a late write, never state.
                 if (seq < out.covered) {
                     // Told apart from the superseded ones only for inspection (a reporter
                     // asks): it costs a pass over every record, on the compaction path too.

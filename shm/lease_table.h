@@ -27,11 +27,13 @@ struct LeaseHandle {
 
 enum class Holder { kFree, kAlive, kDead };
 
-// Liveness is held by the kernel (review A5), as LMDB's reader table does with byte locks: a
-// holder keeps an open-file-description lock (F_OFD_SETLK, never waiting) on its lease word's
-// first byte of the index file from before its acquiring CAS until after its freeing CAS. The
-// kernel drops it when the holder dies, in any pid namespace, and never while it lives (stopped,
-// slow or swapped out); a judge asks F_OFD_GETLK. Pids, start times and namespaces only label.
+// Liveness is a lock the kernel drops when the holder dies, as LMDB's reader table does with
+// byte locks, so a recycled pid never passes for a live holder and a live one (stopped, old, in
+// another pid namespace) is never judged dead and reaped under it. A holder keeps an
+// open-file-description lock (F_OFD_SETLK, never waiting) on its lease word's first byte of the
+// index file from before its acquiring CAS until after its freeing CAS. The kernel drops it when
+// the holder dies, in any pid namespace, and never while it lives (stopped, slow or swapped
+// out); a judge asks F_OFD_GETLK. Pids, start times and namespaces only label.
 class LeaseTable {
   public:
     LeaseTable(std::span<uint64_t> words, std::span<format::LeaseSide> sides)

@@ -41,8 +41,9 @@ std::string attachment_of(const format::JournalRecord& r) {
 
 // The journal's own view, which a rebuild will act on, not the arena's: per address, in replay
 // order (slot generation, then sequence), an ALLOC while the address is still allocated in the
-// same boot to another attachment means two owners at once (review A3 gave one address to three
-// pods, and verify, reading only the arena, stayed clean). An earlier boot's ALLOC is not live
+// same boot to another attachment means two owners at once. The arena alone cannot show this: a
+// rebuild that reclaimed a live allocation leaves an arena consistent with itself, and only the
+// journal still names the first owner. An earlier boot's ALLOC is not live
 // (a rebuild reclaims it) unless it is a claim's, which a rebuild keeps (kEntryFlagClaim).
 // Fixed addresses (docs/fixed-ips.md): a sandbox entry using a claim holds no slot, and a claim
 // bound to a sandbox is bound to a live sandbox entry that names it (the order of ADD's and DEL's

@@ -48,7 +48,8 @@ Expected<std::vector<AllocatedAddress>> Allocator::describe(uint64_t entry_index
                                   ", which is outside every configured range");
         }
         // Answer only addresses whose slot is this tenancy's: an entry that names a slot it does
-        // not own (a release half done, review A2) must never be described as holding it.
+        // not own (a release half done, a slot freed under it) must never be described as
+        // holding it, since that slot may already be another attachment's.
         if (!slot_owned_by(aa.address, entry_index, EntryWord::decode(entry_word).gen)) {
             return make_error(Code::kTryAgainLater,
                               "the attachment's address " + aa.address.to_string() +

@@ -183,8 +183,9 @@ Expected<std::vector<ReleasedAttachment>> Allocator::release_address(const IpAdd
     }
     // Release the owner only in the tenancy that holds the address now: the generation check
     // that keeps a concurrent DEL + ADD of the address safe. The slot's owner tenancy is 11
-    // bits, so an allocation left by an ended tenancy can match a live one 2048 tenancies later
-    // (review A10): the live tenant must also name the address in its refs.
+    // bits, so an allocation left by an ended tenancy can match a live one 2048 tenancies later:
+    // the live tenant must also name the address in its refs, or a release by address would free
+    // an unrelated pod's addresses while it still uses them.
     const uint64_t owner = sw.owner_entry();
     const uint64_t word = shm::load_word(store_.index().entry(owner).state);
     const uint16_t tenancy = EntryWord::decode(word).gen;

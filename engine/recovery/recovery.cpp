@@ -185,8 +185,8 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
         // durable. Only the live owner of the release undoes it, and only while every slot of
         // the tenancy is still RELEASING in its name (nothing was published as free). A healer
         // never does: the dead releaser may have journaled and cooled some slots already, and
-        // recommitting the entry would make it name a slot that anyone may claim (review A2).
-        // The release then stays pending and the next healer finishes it.
+        // recommitting the entry would make it name a slot any ADD may take: one address, two
+        // owners. The release then stays pending and the next healer finishes it.
         size_t held = 0;
         for (const auto& ref : refs) held += ref.family == 4 || ref.family == 6;
         if (by == ReleaseBy::kHealer || slots.size() != held) return false;
@@ -255,7 +255,8 @@ bool holder_gone(NetworkStore& store, uint16_t lease_index, uint16_t lease_gen) 
     if (!reap_if_dead(store, lease_index, w)) return false;
     // Dead, but gone only once its lease is free: a reaper that could not finish the holder's
     // work (a journal that cannot be written, a block that cannot be opened) keeps the lease,
-    // and nothing the holder left is rolled anywhere meanwhile (review A8).
+    // and nothing the holder left is rolled anywhere meanwhile: a transition made without its
+    // record would let a rebuild bring back an allocation, or an attachment whose DEL answered.
     const uint64_t now = leases.word(lease_index);
     return shm::LeaseTable::pid_of(now) == 0 || shm::LeaseTable::gen_of(now) != lease_gen;
 }
@@ -284,10 +285,10 @@ bool allocation_orphaned(NetworkStore& store, const SlotWord& sw) {
 bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t slot,
                            uint64_t slot_word) {
     const SlotWord sw = SlotWord::decode(slot_word);
-    // Every transition here is journaled like the owner's own (review A8). What keeps an
-    // address from two owners is the slot generation, not these records: any later owner's
-    // ALLOC has a higher generation and wins replay. What they keep is the journal's view equal
-    // to the arena's, so that a rebuild does not bring back an allocation nobody holds.
+    // Every transition here is journaled like the owner's own. What keeps an address from two
+    // owners is the slot generation, not these records: any later owner's ALLOC has a higher
+    // generation and wins replay. What they keep is the journal's view equal to the arena's, so
+    // that a rebuild does not bring back an allocation nobody holds.
     if (sw.state == SlotState::kAllocated) {
         // Allocated to a tenancy that ended (rolled back by a healer that died before it got
         // to this slot, and the entry reused since): nobody holds it. Best effort, as every

@@ -33,9 +33,9 @@ std::string describe_ranges(const NetworkConfig& cfg) {
 }  // namespace
 
 // ranges_seq: bit 0 is set while a writer writes; then bits 1..31 name the writer's pid. Bits
-// 32..63 count completed writes (readers compare the whole word). A writer killed inside left
-// the word odd for good, and no one could write again (review A11): a writer that finds it odd
-// with its writer gone takes over.
+// 32..63 count completed writes (readers compare the whole word). A writer may be killed while
+// the word is odd; so that this never wedges the display (readers showing nothing, no writer
+// ever writing again), a writer that finds it odd with its writer gone takes over.
 namespace {
 
 uint64_t writing(uint64_t seq, pid_t pid) {

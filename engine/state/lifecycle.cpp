@@ -146,8 +146,10 @@ void NetworkStore::remove_retired_index() {
     // Only a retired index is ever removed, and unlinking is safe under processes that map it:
     // their mappings stay valid, and they see the retired flag at their next check. Removed only
     // if the name still names *this* index, checked and unlinked under the directory lock: a
-    // late remover must never unlink the index a rebuild has published since (review A1). A
-    // remover that cannot get the lock leaves the file for the next one.
+    // late remover must never unlink the index a rebuild has published since: the processes
+    // that map that index would go on allocating in it, never told, while the next invocation
+    // builds another, and one address would be handed out from two arenas. A remover that cannot
+    // get the lock leaves the file for the next one.
     if (!index_.retired()) return;
     auto lock = shm::DirLock::acquire(dir_, kRemoverLockWait);
     if (!lock || !index_at_path_is_ours()) return;
@@ -178,7 +180,8 @@ Status NetworkStore::create_index(const NetworkConfig& cfg, const shm::IndexGeom
     if (!scan) return scan.error();
     // Writers of a retired (or removed) index may still hold sequences they reserved and write
     // them late: the new index appends from past all of them, and the records below are read
-    // from now on only through the checkpoint this rebuild writes (review A4).
+    // from now on only through the checkpoint this rebuild writes: a late record never
+    // overwrites a new one and is never replayed.
     const uint64_t tail = shm::Journal::rebuilt_tail(*scan);
     auto open_block = [this](const IpAddress& a, const shm::BlockFile::Prefill& prefill) {
         return block_for(a, true, prefill);
@@ -229,7 +232,7 @@ void NetworkStore::remove_blocks_of_other_epochs() {
     // Only while our index is the one the name points to, under the directory lock (which keeps
     // it so: a new index can only be published by a creator holding it): a creator whose index
     // was replaced meanwhile would otherwise remove its successor's blocks, and the successor's
-    // allocations with them (review A1).
+    // allocations with them (a block recreated empty reads every address FREE).
     auto lock = shm::DirLock::acquire(dir_, kRemoverLockWait);
     if (!lock || !index_at_path_is_ours()) return;
     remove_blocks_of_other_epochs(index_);
