@@ -142,7 +142,8 @@ std::vector<BadCase> cases() {
          }},
         {"missing_resolv_conf", 7,
          cfg_edit([](json& j) { j["ipam"]["resolvConf"] = "/nonexistent/resolv.conf"; })},
-        // Review finding A3: without a boot id the live state looked like another boot's.
+        // A boot id that cannot be read is an error, never zeros: zeros would make the live
+        // state look like another boot's, to be retired and reclaimed.
         {"boot_id_file_missing", 5,
          cfg_edit([](json& j) { j["ipam"]["bootIdFile"] = "/nonexistent/boot_id"; })},
         {"boot_id_file_not_a_boot_id", 5,

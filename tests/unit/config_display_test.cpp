@@ -9,8 +9,8 @@
 namespace shmipam::engine {
 namespace {
 
-// Review finding A11: a writer of the ranges text killed between its seqlock's odd and even
-// stores left the sequence odd for good: readers showed nothing and no writer ever wrote again.
+// A writer of the ranges text killed between its seqlock's odd and even stores never wedges the
+// display (readers showing nothing, no writer ever writing again): the next writer takes over.
 TEST(ConfigDisplay, AWriterKilledMidUpdateNeverWedgesTheDisplay) {
     testing::TempDir dir;
     NetworkConfig cfg =

@@ -95,13 +95,13 @@ TEST_F(HealingTest, ASlotReleasingForAGoneLeaseRollsForward) {
         slot_ops::begin_release(block(), 2, slot_ops::load_state(block(), 2), 7, 3, &releasing));
     EXPECT_TRUE(heal_slot_if_orphaned(*store, block(), 2, releasing));
     EXPECT_EQ(state(2), SlotState::kCooling);
-    // Review finding A8: the healer finished the release with no record, so a rebuild brought
-    // back an attachment whose DEL had answered. Its record is the newest for .2 now.
+    // A healer that finishes a release journals it, or a rebuild would bring back an attachment
+    // whose DEL has answered: its RELEASE is the newest record for .2.
     EXPECT_EQ(newest_op(".2"), format::JournalOp::kRelease) << "the release was not journaled";
 }
 
-// Review finding A8: an ALLOCATED slot of a tenancy that ended went FREE with no record, and a
-// rebuild restored the allocation for nobody.
+// An ALLOCATED slot of a tenancy that ended goes FREE with a ROLLBACK record, so that no rebuild
+// restores the allocation for nobody.
 TEST_F(HealingTest, AnOrphanedAllocationRolledBackIsJournaled) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .2
     const Fingerprint fp = fingerprint("a", "eth0");
@@ -113,9 +113,9 @@ TEST_F(HealingTest, AnOrphanedAllocationRolledBackIsJournaled) {
     EXPECT_EQ(newest_op(".2"), format::JournalOp::kRollback) << "the rollback was not journaled";
 }
 
-// Review finding A8: a reaper that could not finish a dead holder's work kept its lease but
-// still said "dead", and the slot finder then rolled the holder's RELEASING slot forward with
-// no record. A slot whose release cannot be journaled now stays RELEASING.
+// A dead holder whose work its reaper cannot finish (the journal cannot be written) is not gone:
+// its lease stays held, and a slot finder never rolls its RELEASING slot forward without the
+// record. A slot whose release cannot be journaled stays RELEASING.
 TEST_F(HealingTest, AHealerThatCannotJournalNeverFinishesAnOrphanedRelease) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));  // .2
     uint64_t releasing = 0;
@@ -189,9 +189,9 @@ TEST_F(HealingTest, ARequestForAnAddressMidClaimByALiveInvocationIsTryAgain) {
     store->index().leases().release(lease);
 }
 
-// The safety net under review finding A2: whatever left a committed entry naming a slot that is
-// not its own (here the slot simply freed under it), CHECK and a repeated ADD answer 11 instead
-// of an address someone else may hold.
+// The safety net under "a healer never undoes a partly cooled release": whatever left a
+// committed entry naming a slot that is not its own (here the slot simply freed under it), CHECK
+// and a repeated ADD answer 11 instead of an address someone else may hold.
 TEST_F(HealingTest, ACheckNeverAnswersAnAddressItsAttachmentDoesNotOwn) {
     ASSERT_EQ(testing::first_address(alloc->add(testing::add_request("t"))), "10.8.0.2");
     ASSERT_TRUE(slot_ops::roll_back(block(), 2, slot_ops::load_state(block(), 2)));
@@ -203,10 +203,11 @@ TEST_F(HealingTest, ACheckNeverAnswersAnAddressItsAttachmentDoesNotOwn) {
     EXPECT_EQ(repeated.error().code, Code::kTryAgainLater);
 }
 
-// Review finding A6: an ADD of the attachment had claimed its entry (CLAIMING, alive) and had
-// not yet stamped its fingerprint when the runtime's DEL came. The DEL gave up waiting for the
-// stamp after 2000 yields (about 2 ms), took the entry for another attachment's, answered
-// success, and the ADD then committed: an address held by a pod the runtime had deleted.
+// A live ADD of the attachment holds its entry claim (CLAIMING) and has not stamped its
+// fingerprint yet when the runtime's DEL comes. The DEL counts that entry busy (11), never
+// absent: answering success would let the ADD commit afterwards, and a pod the runtime deleted
+// would hold an address. The wait is bounded by time, not by a count of yields (a few
+// milliseconds on a busy node).
 TEST_F(HealingTest, ADelNeverSucceedsPastALiveUnstampedAdd) {
     AttachmentIndex idx(store->index(), nullptr);
     const Fingerprint fp = fingerprint("a", "eth0");
@@ -222,10 +223,10 @@ TEST_F(HealingTest, ADelNeverSucceedsPastALiveUnstampedAdd) {
     store->index().leases().release(lease);
 }
 
-// Review finding A10: a slot names its owner's tenancy in 11 bits. An allocation left behind by
-// a tenancy that ended looked, 2048 tenancies of its entry later, owned by the live tenant, and
-// `shmipamctl release --address` released that tenant: an unrelated pod's addresses freed while
-// it still used them.
+// A slot names its owner's tenancy in 11 bits, so an allocation left behind by a tenancy that
+// ended looks, 2048 tenancies of its entry later, owned by the live tenant. `shmipamctl release
+// --address` still releases nothing: the live tenant does not name the address, and releasing it
+// would free an unrelated pod's addresses while it uses them.
 TEST_F(HealingTest, ReleaseByAddressNeverReleasesAnotherTenancy) {
     ASSERT_EQ(testing::first_address(alloc->add(testing::add_request("t"))), "10.8.0.2");
     AttachmentIndex idx(store->index(), nullptr);

@@ -153,10 +153,10 @@ TEST_F(JournalCompaction, ADeadAppendersIntentDoesNotHoldTheBoundary) {
     EXPECT_GT(covered(), seen);
 }
 
-// Review finding A5: a holder judged dead while it still ran (a pid-namespace hash collision, or
-// stopped past the foreign timeout) cleared, on finishing its append, the journal intent of the
-// lease's next holder, and a compactor then dropped the segment that holder was writing into.
-// The intent is now cleared only by a CAS from the value its writer stored.
+// A holder judged dead while it still runs (kernel-held liveness rules it out, but the intent
+// word is shared) never clears, on finishing its append, the journal intent of the lease's next
+// holder: a compactor would then drop the segment that holder is writing into. The intent is
+// cleared only by a CAS from the value its writer stored.
 TEST_F(JournalCompaction, AZombieNeverClearsTheNextHoldersIntent) {
     churn(100);
     auto& leases = store->index().leases();

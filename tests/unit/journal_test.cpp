@@ -140,9 +140,10 @@ TEST(Journal, AnUnreadableSegmentIsReportedAndSkippedOnlyWhenAReporterAsks) {
 namespace shmipam {
 namespace {
 
-// Review finding A4, the journal's half: a record a retired index's writer writes late is
-// never read in place of the state a rebuild checkpointed. Below the checkpoint it is a stray
-// unless the checkpoint already superseded it; past it, a record of another epoch is a stray.
+// The journal's half of "a late write of a retired index never overwrites a record nor is
+// replayed": a record a retired index's writer writes late is never read in place of the state
+// a rebuild checkpointed. Below the checkpoint it is a stray unless the checkpoint already
+// superseded it; past it, a record of another epoch is a stray.
 TEST(Journal, AStrayOfARetiredIndexIsNeverReplayed) {
     testing::TempDir dir;
     shm::Journal old_index(dir.path(), shm::SyncMode::kNone);
@@ -185,10 +186,11 @@ TEST(Journal, AStrayOfARetiredIndexIsNeverReplayed) {
     EXPECT_EQ(newest[1].epoch, 0x2222u);
 }
 
-// Review finding A9: the names-durable word was a high-water mark. B's directory sync (for
-// segment 2, which B created) ran before C linked segment 1, yet raised the mark past 1; A, then
-// appending into segment 1, skipped the directory sync and answered, and a power cut took
-// segment 1's name with A's record. The word now marks segments one by one.
+// One segment's directory sync never vouches for another segment's name. B's sync (for segment
+// 2, which B created) runs before C links segment 1; were the names-durable word a high-water
+// mark, B would raise it past 1, A, then appending into segment 1, would skip the directory sync
+// and answer, and a power cut would take segment 1's name with A's record. The word marks
+// segments one by one.
 TEST(Journal, ADirectorySyncForOneSegmentNeverVouchesForAnotherSegmentsName) {
     testing::TempDir dir;
     testing::InstalledFaultyFs faulty{dir.sub("kept")};

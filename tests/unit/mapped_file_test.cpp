@@ -22,10 +22,10 @@ void plant_temp(const std::string& path) {
     std::filesystem::last_write_time(path, old);
 }
 
-// Review A.3: a creator that died left its temp file named with its pid; the next creator
-// waited 2 s on every creation while that pid was alive, and a pid reused by another process
-// (or one of another pid namespace, here pid 1) always is. A dead creator's file is no longer
-// locked, whatever its pid: it is removed at once.
+// A creator's liveness is its flock on its temp file, never the pid in the file's name: a pid
+// reused by another process (or one of another pid namespace, here pid 1) always looks alive and
+// would make every creation wait its whole bound. A dead creator's file is not locked, whatever
+// its pid: it is removed at once.
 TEST(CreatePublished, AnAbandonedTempFileOfAReusedPidIsNotWaitedFor) {
     testing::TempDir dir;
     const std::string temp = dir.sub(".blockfile.tmp.1.12345");

@@ -289,9 +289,9 @@ TEST_F(RebuildTest, ARebuildCountsTheDamagedRecordsItSkipped) {
     EXPECT_EQ(addresses("a").size(), 2u) << "undamaged records still rebuild";
 }
 
-// Review finding A3: one invocation that could not read the boot id (a missing file, EMFILE, an
-// LSM denial, a typo in bootIdFile) took the zeros it got for another boot's: it retired the live
-// state, the rebuild reclaimed every allocation, and the next ADD got a live pod's address.
+// An invocation that cannot read the boot id (a missing file, EMFILE, an LSM denial, a typo in
+// bootIdFile) fails; it never takes zeros for another boot's id, which would retire the live
+// state, have the rebuild reclaim every allocation, and give the next ADD a live pod's address.
 TEST_F(RebuildTest, AnUnreadableBootIdNeverRetiresOrReclaims) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));
     const auto a = addresses("a");
@@ -339,10 +339,10 @@ TEST_F(RebuildTest, AMalformedBootIdNeverRetiresOrReclaims) {
     EXPECT_EQ(addresses("a"), a);
 }
 
-// Review finding A7: an ADD's ALLOC was written and its ROLLBACK was not (the append failed);
-// the runtime's retry got another address. A rebuild kept the lower address in the attachment's
-// ref, not the newest: CHECK answered the address the pod no longer used, DEL released that one,
-// and the newer stayed allocated to an attachment that was gone.
+// An ADD's ALLOC is written and its ROLLBACK is not (the append fails); the runtime's retry gets
+// another address. A rebuild keeps the newest ALLOC per attachment and range set, not the lower
+// address: otherwise CHECK would answer the address the pod no longer uses, DEL would release
+// that one, and the newer would stay allocated to an attachment that is gone.
 TEST_F(RebuildTest, AReplayedAttachmentKeepsItsNewestAddressPerRangeSet) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));
     const auto first = addresses("a");
@@ -370,11 +370,11 @@ TEST_F(RebuildTest, AReplayedAttachmentKeepsItsNewestAddressPerRangeSet) {
     testing::expect_verify_clean(*store);
 }
 
-// Review finding A1: processes P and Q both mapped a retired index E1. P unlinked it, a rebuild
-// published E2, and Q, late, unlinked "index" by name: E2. The next invocation built E3 while
-// processes holding E2 went on allocating there: one address handed out from two arenas. The
-// block variant: a creator whose E1 had been replaced removed "blocks of other epochs": E2's,
-// and every allocation in them with it.
+// Processes P and Q both map a retired index E1. P unlinks it and a rebuild publishes E2; Q, late,
+// never unlinks "index" by name, which is E2 by then: the next invocation would build E3 while
+// processes holding E2 went on allocating there, one address handed out from two arenas. The
+// block variant: a creator whose E1 has been replaced never removes "blocks of other epochs",
+// which are E2's, with every allocation in them.
 TEST_F(RebuildTest, ALateRemoverNeverUnlinksANewerIndex) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));
     alloc.reset();
@@ -404,10 +404,9 @@ TEST_F(RebuildTest, ALateRemoverNeverUnlinksANewerIndex) {
     testing::expect_verify_clean(*newcomer);
 }
 
-// Review finding A4: a rebuilt index started its tail one past the newest valid record, so it
-// handed out again a sequence that a writer of the retired index had reserved but not yet
-// written; that writer's late pwrite then overwrote a live ALLOC, and the next rebuild gave the
-// address away again.
+// A rebuilt index never hands out again a sequence that a writer of the retired index reserved
+// and has not written yet (its tail is not one past the newest valid record): that writer's late
+// pwrite would overwrite a live ALLOC, and the next rebuild would give the address away again.
 TEST_F(RebuildTest, AStrayRecordOfARetiredIndexNeverOverwritesANewOne) {
     ASSERT_TRUE(alloc->add(testing::add_request("a")));
     alloc.reset();
@@ -440,10 +439,10 @@ TEST_F(RebuildTest, AStrayRecordOfARetiredIndexNeverOverwritesANewOne) {
     testing::expect_verify_clean(*store);
 }
 
-// Review, issue "never two owners": verify read only the arena, so after A3 had given one
-// address to three pods it stayed clean. It now reads the journal's view too: an address
-// allocated again in the same boot while still allocated to another attachment, and an
-// allocation the journal keeps but the arena does not hold.
+// Verify reads the journal's view as well as the arena: an arena rebuilt after a live allocation
+// was reclaimed is consistent with itself, and only the journal shows an address allocated again
+// in the same boot while still allocated to another attachment, or an allocation the journal
+// keeps but the arena does not hold.
 TEST_F(RebuildTest, VerifyReadsTheJournalsViewNotOnlyTheArenas) {
     ASSERT_TRUE(kinds().empty());
     const IpAddress x = *IpAddress::parse("10.60.0.9");

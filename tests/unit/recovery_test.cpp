@@ -138,7 +138,8 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, RecoveryTest,
                                            Step::kAfterEntryRelease, Step::kAfterSlotRelease));
 
 // Liveness is the kernel's: a lease's byte lock (F_OFD_SETLK), held from before the acquiring
-// CAS until after the freeing one, dropped only when its holder dies (review A5).
+// CAS until after the freeing one, dropped only when its holder dies, so a recycled pid never
+// passes for a live holder and a live one is never judged dead.
 class LeaseJudge : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -162,8 +163,8 @@ TEST_F(LeaseJudge, OwnLeasesAreAliveAndFreeWordsFree) {
     EXPECT_EQ(leases.judge(5, 0, store->self()), shm::Holder::kFree);
 }
 
-// Review finding A5: a holder in another pid namespace, or one stopped for more than 60 s, was
-// judged dead while it still ran (its namespace hash, or its age), and reaped under it.
+// A live holder is alive whatever its side fields say: neither another pid namespace nor an age
+// of hours gets it judged dead and reaped under it while it still runs.
 TEST_F(LeaseJudge, ALiveHolderIsNeverJudgedDeadHoweverOldOrForeign) {
     auto& leases = store->index().leases();
     auto h = leases.acquire(store->self());

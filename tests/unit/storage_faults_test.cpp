@@ -174,11 +174,10 @@ TEST(StorageFaultsJournal, AnUnlinkThatFailsDuringCompactionLeavesAReadableJourn
     EXPECT_EQ(newest[1].address[3], 7);
 }
 
-// Review finding A2: a DEL whose process died after it had journaled its releases and cooled
-// one slot left the other slot RELEASING. A healer that could not journal then undid the release:
-// the other slot back to ALLOCATED and the entry COMMITTED again, with a ref to the slot that
-// was COOLING (free to claim). CHECK and a repeated ADD of `a` answered that address, and an ADD
-// of `b` got it too: two owners.
+// A DEL whose process dies after journaling its releases and cooling one slot leaves the other
+// slot RELEASING. A healer that cannot journal never undoes that release: recommitting the entry
+// would leave it a ref to the COOLING slot, which any ADD may take, and CHECK and a repeated ADD
+// of `a` would answer the address an ADD of `b` gets: two owners.
 TEST_F(StorageFaults, AHealerThatCannotJournalNeverRecommitsAPartlyCooledRelease) {
     auto a = alloc->add(testing::add_request("a"));
     ASSERT_TRUE(a);
@@ -242,9 +241,10 @@ TEST_F(StorageFaults, ADelThatCannotJournalKeepsTheAttachmentWhole) {
     testing::expect_verify_clean(*store);
 }
 
-// Review, issue "never two owners": during a rebuild race a first ADD answered code 5 ("cannot
-// stat .../index: No such file or directory") where the state was merely being replaced. Here
-// every publication of a new index "loses" to one that is gone by the time it is mapped.
+// An index being replaced is a state in transition, never an I/O failure: a first ADD that finds
+// it gone between its looks answers 11, not 5 ("cannot stat .../index: No such file or
+// directory"). Here every publication of a new index "loses" to one that is gone by the time it
+// is mapped.
 TEST_F(StorageFaults, AnIndexThatVanishesWhileItIsOpenedIsTryAgainNotAnIoError) {
     NetworkConfig fresh = cfg;
     fresh.name = "fresh";
