@@ -179,6 +179,9 @@ Expected<std::vector<std::string>> file_names(const std::string& dir) {
 // mtime and ctime (nanoseconds), each 8. The newest of its two times goes to `newest` (for the
 // racy rule).
 constexpr size_t kFieldsBytes = 32;
+// A file changed this recently may change again within the same timestamp tick unseen (git's
+// racy rule): wider than any filesystem's tick (whole seconds on some, two on FAT).
+constexpr int64_t kRacyWindowNs = 2'000'000'000;
 bool stat_fields(const std::string& path, char (&out)[kFieldsBytes], int64_t* newest) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return false;
@@ -205,7 +208,7 @@ Expected<std::string> directory_stamp(const std::string& dir, bool* racy) {
     if (!names) return names.error();
     struct timespec now {};
     ::clock_gettime(CLOCK_REALTIME, &now);
-    const int64_t racy_after = int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec - 2'000'000'000;
+    const int64_t racy_after = int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec - kRacyWindowNs;
     if (racy != nullptr && dir_newest > racy_after) *racy = true;
     // dir \0 its fields, then name \0 fields per file.
     std::string stamp = dir + '\0';

@@ -12,6 +12,15 @@
 
 namespace shmipam::shm {
 
+namespace {
+
+// A remover holds the lock for one check and one unlink (microseconds), so a waiter looks this
+// often and gets it almost at once; while a creator's longer rebuild holds it, a failed flock per
+// look costs little.
+constexpr useconds_t kPollUs = 200;
+
+}  // namespace
+
 Expected<DirLock> DirLock::acquire(const std::string& dir, std::chrono::milliseconds wait) {
     const std::string path = dir + "/" + kFileName;
     FileSystem& fs = file_system();
@@ -28,7 +37,7 @@ Expected<DirLock> DirLock::acquire(const std::string& dir, std::chrono::millisec
                               "the state directory is locked by another invocation",
                               path + ": " + std::strerror(err));
         }
-        ::usleep(200);  // the holder checks one file and unlinks it: microseconds
+        ::usleep(kPollUs);
     }
     return DirLock(fd);
 }

@@ -21,6 +21,11 @@ using format::kJournalRecordsPerSegment;
 
 namespace {
 
+// A listed file vanishes only when a compaction drops it behind a newer checkpoint, which the
+// next listing shows: a scan that loses this many times in a row is on a journal compacted faster
+// than it can be read, and answers 11 for the caller to retry.
+constexpr int kScanAttempts = 5;
+
 bool all_digits(const std::string& s, const char* digits) {
     return !s.empty() && s.find_first_not_of(digits) == std::string::npos;
 }
@@ -138,7 +143,7 @@ std::vector<JournalRecord> Journal::newest_per_address(const std::vector<Journal
 
 Expected<Journal::ScanResult> Journal::scan(const std::string& dir, uint64_t below,
                                             const DamageReporter& report) {
-    for (int attempt = 0; attempt < 5; ++attempt) {
+    for (int attempt = 0; attempt < kScanAttempts; ++attempt) {
         auto listing = list(dir);
         if (!listing) return listing.error();
         ScanResult out;

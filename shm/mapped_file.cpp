@@ -35,6 +35,9 @@ std::string temp_name(const std::string& name) {
 constexpr uint64_t kUnlockedTempGraceNs = 100'000'000;
 // How long a first caller waits for another creator's file before building its own.
 constexpr uint64_t kCreatorWaitNs = 2'000'000'000;
+// How often it looks meanwhile: a creator's work takes milliseconds, and one look (a listing and
+// a flock probe per temp file) is cheap beside it.
+constexpr useconds_t kCreatorPollUs = 1000;
 
 // Looks at the files creators left aside (".<name>.tmp.<pid>.<n>"): removes those whose creator
 // is gone and says whether a live creator is at work. Liveness is the creator's flock on its
@@ -73,7 +76,7 @@ bool wait_for_other_creator(const std::string& dir, const std::string& name,
     while (base::boot_ns() < deadline) {
         if (file_exists(final_path)) return true;
         if (!sweep_creators_files(dir, name)) return false;
-        ::usleep(1000);
+        ::usleep(kCreatorPollUs);
     }
     return file_exists(final_path);
 }

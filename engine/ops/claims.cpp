@@ -28,6 +28,12 @@ bool committed_claim(const format::Entry& e, uint64_t word) {
     return EntryWord::decode(word).state == EntryState::kCommitted && held_for_a_name(e.flags);
 }
 
+// Times a fixed-address ADD starts over: each restart follows a change another invocation made
+// to the name (its fixed claim freed or expiring, a concurrent ADD of the sandbox committed, the
+// binding lost to a release); past a few in a row the name keeps changing, and the ADD answers
+// 11 for the runtime to retry.
+constexpr int kFixedAddressAddAttempts = 4;
+
 }  // namespace
 
 std::optional<EntryRef> Allocator::claim_of(uint64_t sandbox_entry, uint64_t sandbox_word) {
@@ -192,7 +198,7 @@ Expected<AddOutcome> Allocator::add_for_claim(const AddRequest& req,
                                     0,        spec.keep_idle};
     AttachmentIndex index = make_index(store_);
     if (claims_due()) (void)expire_claims_with(lease);
-    for (int attempt = 0; attempt < 4; ++attempt) {
+    for (int attempt = 0; attempt < kFixedAddressAddAttempts; ++attempt) {
         // a) A repeated ADD of this sandbox answers what it uses.
         std::optional<EntryRef> mine;
         for (const EntryRef& e : index.find(sandbox_fp)) {

@@ -29,6 +29,9 @@ class LeaseGuard {
     // At most kWaitNs of CLOCK_BOOTTIME for a lease of a full table (each try spins up to
     // LeaseTable::kAcquireSpinNs; dead holders are reaped between tries); then 11.
     static constexpr uint64_t kWaitNs = 500'000'000;
+    // The pause between tries when no dead holder was reaped, so every lease is held by a live
+    // invocation: about what one of them takes to finish (an ADD or DEL: milliseconds).
+    static constexpr useconds_t kFullTablePauseUs = 10'000;
     Status acquire() {
         const uint64_t deadline = base::boot_ns() + kWaitNs;
         for (int attempt = 0; attempt == 0 || base::boot_ns() < deadline; ++attempt) {
@@ -40,7 +43,9 @@ class LeaseGuard {
                 return Ok{};
             }
             // Full: dead holders may be hogging leases.
-            if (reap_dead_leases(store_) == 0 && base::boot_ns() < deadline) usleep(10'000);
+            if (reap_dead_leases(store_) == 0 && base::boot_ns() < deadline) {
+                usleep(kFullTablePauseUs);
+            }
         }
         return make_error(Code::kTryAgainLater, "every lease of the network is held");
     }

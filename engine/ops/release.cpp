@@ -22,6 +22,13 @@ namespace {
 
 // How long a DEL waits for a concurrent ADD or DEL of the same attachment to finish.
 constexpr uint64_t kBusyWaitNs = 2'000'000'000;  // then 11: the runtime retries
+// Passes a DEL makes without pausing while what it finds only changes (an entry healed, or moved
+// under its release): each follows progress, and the next pass usually finds the attachment
+// settled. Past them, or while a live invocation holds the attachment, it pauses.
+constexpr int kEagerPasses = 9;
+// The pause: a live ADD or DEL of one attachment finishes within milliseconds, so looking every
+// millisecond adds little to the DEL's wait and costs one lookup per look.
+constexpr useconds_t kBusyPauseUs = 1000;
 
 }  // namespace
 
@@ -95,7 +102,7 @@ Status Allocator::del(const AttachmentKey& key) {
         if (store_.superseded()) return retired_error();
         if (unsettled) busy = true;
         if (!busy && !changed) return Ok{};
-        if (busy || pass > 8) usleep(1000);  // look again, politely
+        if (busy || pass >= kEagerPasses) usleep(kBusyPauseUs);  // look again, politely
     }
     return make_error(Code::kTryAgainLater, "another operation on container " + key.container_id +
                                                 " interface " + key.ifname + " is in progress");

@@ -12,6 +12,14 @@ using shm::SlotWord;
 
 namespace {
 
+// Searches of one range set an ADD makes before answering 11. A search is repeated only after
+// losing the oldest cooling address to a racer or healing a slot (another process's progress),
+// and each walks the whole set, so a few cover a node's ADDs racing for its last addresses.
+constexpr int kNextFitSearches = 8;
+// Looks at a requested address before answering 11: each repeat follows a lost slot claim or a
+// healed slot of a dead driver (another process's progress), and a look is one slot read.
+constexpr int kRequestedAddressLooks = 100;
+
 struct Position {
     size_t range = 0;
     u128 offset = 0;  // from the range's start
@@ -69,7 +77,7 @@ Expected<ClaimedSlot> claim_next(ClaimContext& ctx, const RangeSet& set, size_t 
                         std::memory_order_relaxed);
         return ClaimedSlot{c.block, c.slot, claimed, c.address};
     };
-    for (int attempt = 0; attempt < 8; ++attempt) {
+    for (int attempt = 0; attempt < kNextFitSearches; ++attempt) {
         const Position start =
             decode_cursor(shm::load_word(cursor, std::memory_order_relaxed), set);
         std::optional<ClaimedSlot> got;
@@ -107,7 +115,7 @@ Expected<ClaimedSlot> claim_next(ClaimContext& ctx, const RangeSet& set, size_t 
 
 Expected<ClaimedSlot> claim_requested(ClaimContext& ctx, const RangeSet& set,
                                       const IpAddress& address) {
-    for (int attempt = 0; attempt < 100; ++attempt) {
+    for (int attempt = 0; attempt < kRequestedAddressLooks; ++attempt) {
         auto c = ctx.scanner.look(address);
         if (!c) return c.error();
         if (c->state == SlotState::kClaiming || c->state == SlotState::kReleasing) {

@@ -23,6 +23,11 @@ namespace {
 
 using RefSnapshot = std::array<format::AddressRef, format::kMaxRangeSets>;
 
+// CAS attempts per slot of a rollback or a release: a lost CAS means a racing healer of the same
+// work moved the slot towards the same end state, which takes at most two moves, so the bound
+// only stops a livelock.
+constexpr int kSlotCasAttempts = 16;
+
 // The entry's refs, copied while the entry is still in the tenancy of `word`: taken before any
 // state change so a new tenant's refs are never mistaken for these.
 RefSnapshot snapshot_refs(NetworkStore& store, uint64_t entry_index) {
@@ -99,7 +104,7 @@ bool roll_back_claim(NetworkStore& store, uint64_t entry_index, uint64_t entry_w
     }
     SHMIPAM_FAULT("heal.after_retire");
     return for_each_ref_slot(store, refs, [&](shm::BlockFile& b, uint64_t i) {
-        for (int attempt = 0; attempt < 16; ++attempt) {
+        for (int attempt = 0; attempt < kSlotCasAttempts; ++attempt) {
             const uint64_t w = slot_ops::load_state(b, i);
             const SlotWord sw = SlotWord::decode(w);
             const bool claiming_by_lease =
@@ -134,7 +139,7 @@ bool complete_release(NetworkStore& store, uint64_t entry_index, uint64_t entry_
     };
     std::vector<Releasing> slots;
     const bool opened = for_each_ref_slot(store, refs, [&](shm::BlockFile& b, uint64_t i) {
-        for (int attempt = 0; attempt < 16; ++attempt) {
+        for (int attempt = 0; attempt < kSlotCasAttempts; ++attempt) {
             const uint64_t w = slot_ops::load_state(b, i);
             const SlotWord sw = SlotWord::decode(w);
             if (sw.state == SlotState::kReleasing && sw.held_by(ew.lease_index, ew.lease_gen)) {

@@ -11,6 +11,18 @@ namespace shmipam::engine {
 using format::EntryState;
 using shm::EntryWord;
 
+namespace {
+
+// Yields before a reader waiting for an unstamped fingerprint starts judging the entry's driver
+// (a liveness check per spin): a driver between its entry CAS and its stamps is almost always
+// only descheduled, and a yield costs less than a judgement.
+constexpr int kYieldsBeforeJudging = 64;
+// Attempts of an ADD's entry claim: one is repeated only after healing a dead driver's entry of
+// the same attachment, so the bound only stops a livelock; a live node never comes near it.
+constexpr int kEntryClaimAttempts = 1000;
+
+}  // namespace
+
 uint64_t AttachmentIndex::stamped_fp1(uint64_t word, const Fingerprint& fp) {
     return shm::stamp::pack(EntryWord::decode(word).gen, fp.fp1);
 }
@@ -36,7 +48,7 @@ AttachmentIndex::Settled AttachmentIndex::settled_fp(uint64_t i, uint64_t word) 
         // Bounded by time (a count of yields is a few milliseconds on a busy node): past it the
         // owner is alive but stopped, and the entry stays unknown.
         if (spin == 1) deadline = base::boot_ns() + kStampWaitNs;
-        if (spin > 64) {
+        if (spin > kYieldsBeforeJudging) {
             if (reap_ && reap_(i, word)) return {};
             if (base::boot_ns() >= deadline) return {std::nullopt, true};
         }
@@ -69,7 +81,7 @@ std::vector<EntryRef> AttachmentIndex::find(const Fingerprint& fp, bool* unsettl
 EntryClaim AttachmentIndex::claim(const Fingerprint& fp, const shm::LeaseHandle& lease) {
     const uint64_t mask = index_.entry_count() - 1;
     const uint64_t b = bucket(fp);
-    for (int attempt = 0; attempt < 1000; ++attempt) {
+    for (int attempt = 0; attempt < kEntryClaimAttempts; ++attempt) {
         // 1. Is this attachment already here?
         bool retry = false;
         for (const EntryRef& e : find(fp)) {

@@ -6,6 +6,15 @@ namespace shmipam::engine::slot_ops {
 
 using shm::SlotWord;
 
+namespace {
+
+// Rounds of bringing a hint bit in line with its slot: a state that changes meanwhile has a new
+// actor, who brings the bit in line after its own change, so a few rounds only cover changes in
+// quick succession (a stale bit costs a slot read, never correctness).
+constexpr int kHintSyncRounds = 4;
+
+}  // namespace
+
 uint64_t load_state(const shm::BlockFile& b, uint64_t i) {
     return shm::load_word(b.slot(i).state);
 }
@@ -13,7 +22,7 @@ uint64_t load_state(const shm::BlockFile& b, uint64_t i) {
 void sync_hint(shm::BlockFile& b, uint64_t i) {
     uint64_t& word = b.bitmap()[i / 64];
     const uint64_t bit = uint64_t{1} << (i % 64);
-    for (int attempt = 0; attempt < 4; ++attempt) {
+    for (int attempt = 0; attempt < kHintSyncRounds; ++attempt) {
         const uint64_t w = load_state(b, i);
         if (busy(SlotWord::decode(w).state)) {
             if ((shm::load_word(word) & bit) == 0) shm::fetch_or_word(word, bit);

@@ -32,6 +32,10 @@ std::string describe_ranges(const NetworkConfig& cfg) {
 
 }  // namespace
 
+// Reads of the ranges text before showing nothing: a writer copies under 500 bytes, so a reader
+// that keeps meeting writes shows "" rather than wait (display only).
+constexpr int kDisplayReadAttempts = 100;
+
 // ranges_seq: bit 0 is set while a writer writes; then bits 1..31 name the writer's pid. Bits
 // 32..63 count completed writes (readers compare the whole word). A writer may be killed while
 // the word is odd; so that this never wedges the display (readers showing nothing, no writer
@@ -67,7 +71,7 @@ void record_config(format::IndexHeader& h, const NetworkConfig& cfg) {
 
 std::string NetworkStore::ranges_text() {
     const auto& h = index_.header();
-    for (int attempt = 0; attempt < 100; ++attempt) {
+    for (int attempt = 0; attempt < kDisplayReadAttempts; ++attempt) {
         const uint64_t s1 = shm::load_word(h.ranges_seq);
         if (s1 % 2 == 1) continue;
         std::string t(h.ranges_text, strnlen(h.ranges_text, sizeof h.ranges_text));

@@ -28,6 +28,10 @@ constexpr uint64_t kMinEntries = 1024;
 // of the journal and a replay: milliseconds, a second for a long journal on a loaded node).
 // Past it: 11, and the runtime tries again.
 constexpr uint64_t kCreatorWaitNs = 5'000'000'000;
+// Looks again an open makes when it finds the index gone or retired: each finding means a
+// replacement is under way, which one rebuild ends; past this many in a row the state keeps
+// being replaced, and the open answers 11.
+constexpr int kOpenRetries = 3;
 constexpr uint64_t kMaxEntries = uint64_t{1} << 17;
 
 // Room for every attachment the ranges can serve at a load factor of at most 0.8.
@@ -85,7 +89,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
     for (int attempt = 0;; ++attempt) {
         if (!shm::file_exists(index_path)) {
             if (auto st = s->create_index(cfg, g, fill); !st) {
-                if (st.error().code == Code::kTryAgainLater && attempt < 3 &&
+                if (st.error().code == Code::kTryAgainLater && attempt < kOpenRetries &&
                     base::boot_ns() < s->open_deadline_ns_) {
                     continue;
                 }
@@ -97,7 +101,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
             if (index.error().code != Code::kIo || shm::file_exists(index_path)) {
                 return index.error();
             }
-            if (attempt < 3) continue;  // retired and removed between our two looks: rebuild
+            if (attempt < kOpenRetries) continue;  // retired and removed between our looks: rebuild
             return shm::IndexFile::being_replaced(index.error());
         }
         s->index_ = std::move(*index);
@@ -106,7 +110,7 @@ Expected<std::unique_ptr<NetworkStore>> NetworkStore::open(const NetworkConfig& 
         const bool other_boot =
             std::memcmp(s->index_.header().boot_id, s->boot_id_.data(), 16) != 0;
         if (other_boot) s->index_.retire();
-        if (!s->index_.retired() || attempt >= 3) break;
+        if (!s->index_.retired() || attempt >= kOpenRetries) break;
         s->remove_retired_index();
     }
     s->journal_->set_names_durable_word(&s->index_.header().journal_names_durable);
