@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cluster/key_schema.h"
 #include "engine/addr/fingerprint.h"
 
 namespace shmipam::cluster {
@@ -14,20 +15,9 @@ using nlohmann::json;
 
 namespace {
 
-// The key's last part: "10.1.0.64-26" (a '/' would be a path separator for people reading).
-std::string block_name(const Cidr& block) {
-    return block.network().to_string() + "-" + std::to_string(block.prefix);
-}
-
-std::optional<Cidr> block_of_name(const std::string& name) {
-    const size_t dash = name.rfind('-');
-    if (dash == std::string::npos) return std::nullopt;
-    return Cidr::parse(name.substr(0, dash) + "/" + name.substr(dash + 1));
-}
-
 std::optional<Block> block_of(const KeyValue& kv) {
     const size_t slash = kv.key.rfind('/');
-    auto cidr = block_of_name(kv.key.substr(slash == std::string::npos ? 0 : slash + 1));
+    auto cidr = keys::block_of_name(kv.key.substr(slash == std::string::npos ? 0 : slash + 1));
     const json v = json::parse(kv.value, nullptr, false);
     if (!cidr || !v.is_object()) return std::nullopt;
     Block b;
@@ -42,11 +32,11 @@ std::optional<Block> block_of(const KeyValue& kv) {
 }  // namespace
 
 std::string BlockStore::key_of(const std::string& pool, const Cidr& block) const {
-    return prefix_ + "/v1/pools/" + pool + "/blocks/" + block_name(block);
+    return keys::block(prefix_, pool, block);
 }
 
 Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool) {
-    auto kvs = etcd_.get_prefix(prefix_ + "/v1/pools/" + pool + "/blocks/");
+    auto kvs = etcd_.get_prefix(keys::blocks(prefix_, pool));
     if (!kvs) return kvs.error();
     std::vector<Block> out;
     for (const KeyValue& kv : *kvs) {
@@ -56,16 +46,14 @@ Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool) {
 }
 
 Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks() {
-    const std::string pools = prefix_ + "/v1/pools/";
-    auto kvs = etcd_.get_prefix(pools);
+    auto kvs = etcd_.get_prefix(keys::pools(prefix_));
     if (!kvs) return kvs.error();
     std::map<std::string, std::vector<Block>> out;
     for (const KeyValue& kv : *kvs) {
-        // <pools><pool>/blocks/<block>; the pool's /meta key and anything else are not blocks.
-        const std::string rest = kv.key.substr(pools.size());
-        const size_t slash = rest.find('/');
-        if (slash == std::string::npos || rest.compare(slash, 8, "/blocks/") != 0) continue;
-        if (auto b = block_of(kv)) out[rest.substr(0, slash)].push_back(*b);
+        // The pools' meta keys, claims and addresses are not blocks.
+        auto k = keys::split(prefix_, kv.key, keys::kBlocks);
+        if (!k) continue;
+        if (auto b = block_of(kv)) out[k->pool].push_back(*b);
     }
     return out;
 }
@@ -95,7 +83,7 @@ Status BlockStore::check_geometry(const std::string& pool, const Cidr& pool_cidr
                                   int block_prefix) {
     const json meta{{"cidr", Cidr{pool_cidr.network(), pool_cidr.prefix}.to_string()},
                     {"blockPrefix", block_prefix}};
-    auto r = etcd_.create_if_absent(prefix_ + "/v1/pools/" + pool + "/meta", meta.dump());
+    auto r = etcd_.create_if_absent(keys::meta(prefix_, pool), meta.dump());
     if (!r) return r.error();
     if (r->created || !r->held) return Ok{};
     const json held = json::parse(r->held->value, nullptr, false);

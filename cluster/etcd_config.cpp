@@ -1,20 +1,24 @@
 #include "cluster/etcd_config.h"
 
+#include "cluster/helper_protocol.h"
+
 namespace shmipam::cluster {
 
 Expected<EtcdConfig> etcd_config_from_json(const nlohmann::json& j) {
     EtcdConfig c;
     if (!j.is_object() || !j.contains("endpoints") || !j["endpoints"].is_array() ||
         j["endpoints"].empty()) {
-        return make_error(Code::kInvalidConfig, "ipam.etcd.endpoints must be a non-empty list");
+        return make_error(Code::kInvalidConfig,
+                          "ipam.etcd must be an object with a non-empty \"endpoints\" list "
+                          "(docs/cluster.md)");
     }
     for (const auto& e : j["endpoints"]) {
-        if (!e.is_string()) return make_error(Code::kInvalidConfig, "an etcd endpoint is a URL");
+        if (!e.is_string()) return make_error(Code::kInvalidConfig, "ipam.etcd.endpoints[] must be a URL string");
         c.endpoints.push_back(e.get<std::string>());
     }
     for (const char* f : {"caFile", "certFile", "keyFile", "username", "password"}) {
         if (j.contains(f) && !j[f].is_string()) {
-            return make_error(Code::kInvalidConfig, std::string("ipam.etcd.") + f + ": a string");
+            return make_error(Code::kInvalidConfig, std::string("ipam.etcd.") + f + " must be a string");
         }
     }
     for (const char* f : {"attemptTimeoutMs", "budgetMs"}) {
@@ -30,7 +34,7 @@ Expected<EtcdConfig> etcd_config_from_json(const nlohmann::json& j) {
     c.username = j.value("username", "");
     c.password = j.value("password", "");
     c.attempt_timeout_ms = j.value("attemptTimeoutMs", uint64_t{1000});
-    c.budget_ms = j.value("budgetMs", uint64_t{5000});
+    c.budget_ms = j.value("budgetMs", protocol::kDefaultBudgetMs);
     return c;
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/key_schema.h"
+
 namespace shmipam::cluster {
 
 using nlohmann::json;
@@ -22,11 +24,11 @@ constexpr int kTries = 16;
 }  // namespace
 
 std::string FixedClaims::claim_key(const std::string& pool, const std::string& key) const {
-    return prefix_ + "/v1/pools/" + pool + "/claims/" + key;
+    return keys::claim(prefix_, pool, key);
 }
 
 std::string FixedClaims::address_key(const std::string& pool, const engine::IpAddress& a) const {
-    return prefix_ + "/v1/pools/" + pool + "/addresses/" + a.to_string();
+    return keys::address(prefix_, pool, a);
 }
 
 Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
@@ -81,7 +83,7 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
         }
         // A new claim: an address no claim holds, both keys created at once.
         between_read_and_list();
-        auto taken_kvs = etcd_.get_prefix(prefix_ + "/v1/pools/" + pool + "/addresses/");
+        auto taken_kvs = etcd_.get_prefix(keys::addresses(prefix_, pool));
         if (!taken_kvs) return taken_kvs.error();
         std::set<std::string> taken;
         for (const KeyValue& kv : *taken_kvs) {
@@ -136,7 +138,7 @@ Expected<bool> FixedClaims::remove(const std::string& pool, const FixedClaim& c)
 }
 
 Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool) {
-    const std::string p = prefix_ + "/v1/pools/" + pool + "/claims/";
+    const std::string p = keys::claims(prefix_, pool);
     auto kvs = etcd_.get_prefix(p);
     if (!kvs) return kvs.error();
     std::vector<FixedClaim> out;
@@ -147,17 +149,13 @@ Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool) {
 }
 
 Expected<std::vector<std::pair<std::string, FixedClaim>>> FixedClaims::everywhere() {
-    const std::string pools = prefix_ + "/v1/pools/";
-    auto kvs = etcd_.get_prefix(pools);
+    auto kvs = etcd_.get_prefix(keys::pools(prefix_));
     if (!kvs) return kvs.error();
     std::vector<std::pair<std::string, FixedClaim>> out;
     for (const KeyValue& kv : *kvs) {
-        const std::string rest = kv.key.substr(pools.size());
-        const size_t slash = rest.find('/');
-        if (slash == std::string::npos || rest.compare(slash, 8, "/claims/") != 0) continue;
-        if (auto c = claim_of(rest.substr(slash + 8), kv)) {
-            out.emplace_back(rest.substr(0, slash), *c);
-        }
+        auto k = keys::split(prefix_, kv.key, keys::kClaims);
+        if (!k) continue;
+        if (auto c = claim_of(k->rest, kv)) out.emplace_back(k->pool, *c);
     }
     return out;
 }

@@ -6,6 +6,10 @@ namespace shmipam::cni {
 
 using nlohmann::json;
 
+namespace {
+
+// One ips[] element: "address/prefix", the gateway when there is one, and "version" in results
+// before 1.0.0.
 json ip_json(const std::string& cni_version, const engine::IpAddress& address, int prefix,
              const std::optional<engine::IpAddress>& gateway) {
     json ip;
@@ -26,13 +30,14 @@ json result_json(const std::string& cni_version, json ips, const json& routes, c
     return out;
 }
 
-json make_result(const std::string& cni_version, const std::vector<engine::AllocatedAddress>& addrs,
-                 const json& routes, const json& dns) {
+}  // namespace
+
+json make_result(const std::string& cni_version, const ipam::AddResult& result, const json& dns) {
     json ips = json::array();
-    for (const auto& a : addrs) {
-        ips.push_back(ip_json(cni_version, a.address, a.range->subnet.prefix, a.range->gateway));
+    for (const auto& ip : result.ips) {
+        ips.push_back(ip_json(cni_version, ip.address, ip.prefix, ip.gateway));
     }
-    return result_json(cni_version, std::move(ips), routes, dns);
+    return result_json(cni_version, std::move(ips), result.routes, dns);
 }
 
 json make_error_json(const std::string& cni_version, const Error& e) {

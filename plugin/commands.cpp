@@ -1,18 +1,11 @@
 #include "plugin/commands.h"
 
-#include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
 
-#include "engine/ops/allocator.h"
-#include "engine/ops/open_network.h"
-#include "engine/state/journal_compaction.h"
-#include "engine/state/network_store.h"
+#include "ipam/operations.h"
 #include "plugin/cni_args.h"
 #include "plugin/cni_result.h"
-#include "plugin/fixed_ip.h"
 #include "plugin/netconf.h"
-#include "plugin/pool_commands.h"
 #include "plugin/resolv_conf.h"
 
 namespace shmipam::cni {
@@ -23,90 +16,55 @@ namespace {
 
 constexpr const char* kDefaultErrorVersion = "1.1.0";
 
-Expected<std::vector<engine::IpAddress>> requested_addresses(const NetConf& nc) {
-    std::vector<engine::IpAddress> out;
+// The one request the IPAM is asked, from the environment, CNI_ARGS and the config.
+Expected<ipam::Request> make_request(const CniEnv& env, const CniArgs& args, NetConf nc) {
+    ipam::Request r;
+    r.key = {env.container_id, env.ifname};
+    r.pod = {args.pod_namespace, args.pod_name, args.pod_uid, std::move(nc.pod_annotations),
+             std::move(nc.pod_labels)};
+    r.network = std::move(nc.network);
+    r.pools = std::move(nc.pool_mode);
+    r.statefulset_fixed_ip = nc.statefulset_fixed_ip;
+    r.routes = std::move(nc.routes);
     for (const auto& s : nc.requested_ips) {
         auto a = parse_requested_ip(s);
         if (!a) return a.error();
-        out.push_back(*a);
+        r.requested.push_back(*a);
     }
-    return out;
+    r.prev_result = std::move(nc.prev_result);
+    r.valid_attachments = std::move(nc.valid_attachments);
+    return r;
 }
 
-// CHECK: the attachment must hold exactly the addresses prevResult lists in our ranges.
-Status compare_with_prev_result(const NetConf& nc,
-                                const std::vector<engine::AllocatedAddress>& held) {
-    if (!nc.prev_result.is_object() || !nc.prev_result.contains("ips")) return Ok{};
-    const json& ips = nc.prev_result["ips"];
-    if (!ips.is_array()) return make_error(Code::kDecode, "prevResult.ips must be an array");
-    std::set<std::pair<int, engine::u128>> ours, theirs;
-    for (const auto& a : held) ours.insert({int(a.address.family), a.address.value});
-    for (const auto& ip : ips) {
-        if (!ip.is_object() || !ip.contains("address") || !ip["address"].is_string()) {
-            return make_error(Code::kDecode, "prevResult.ips[].address must be a string");
-        }
-        auto c = engine::Cidr::parse(ip["address"].get<std::string>());
-        if (!c)
-            return make_error(Code::kDecode, "invalid prevResult address " + ip["address"].dump());
-        bool in_our_ranges = false;
-        for (const auto& set : nc.network.range_sets) {
-            if (engine::range_index_for(set, c->address)) in_our_ranges = true;
-        }
-        if (in_our_ranges) theirs.insert({int(c->address.family), c->address.value});
-    }
-    if (ours != theirs) {
-        std::string have;
-        for (const auto& a : held) have += (have.empty() ? "" : ",") + a.address.to_string();
-        return make_error(Code::kCheckMismatch,
-                          "the addresses allocated to the container differ from prevResult",
-                          "allocated: " + have);
-    }
-    return Ok{};
-}
-
-// The command itself, on an opened network.
-Invocation answer(const CniEnv& env, const NetConf& nc, const std::string& v,
-                  engine::NetworkStore& store, const std::vector<engine::IpAddress>& requested,
-                  const CniArgs& args, const json& dns) {
-    engine::Allocator alloc(store, nc.network);
-    const engine::AttachmentKey key{env.container_id, env.ifname};
+// The command's answer; what the process keeps goes with it.
+Invocation answer(const CniEnv& env, const std::string& v, const ipam::Request& r,
+                  const json& dns) {
+    ipam::Upkeep upkeep;
+    Invocation inv;
     switch (env.command) {
         case Command::kAdd: {
-            auto claim = fixed_ip_claim(env, nc, args);
-            if (!claim) return fail(v, claim.error());
-            engine::AddRequest req{key, requested, {args.pod_namespace, args.pod_name}};
-            req.claim = std::move(*claim);
-            auto out = alloc.add(req);
-            if (!out) return fail(v, out.error());
-            return succeed(make_result(v, out->addresses, nc.routes, dns));
+            auto out = ipam::add(r, upkeep);
+            inv = out ? succeed(make_result(v, *out, dns)) : fail(v, out.error());
+            break;
         }
-        case Command::kDel: {
-            if (auto st = alloc.del(key); !st) return fail(v, st.error());
-            return Invocation{};
-        }
-        case Command::kCheck: {
-            auto held = alloc.addresses_of(key);
-            if (!held) return fail(v, held.error());
-            if (auto st = compare_with_prev_result(nc, *held); !st) return fail(v, st.error());
-            return Invocation{};
-        }
-        case Command::kGc: {
-            if (!nc.valid_attachments) {
-                return fail(v, make_error(Code::kInvalidConfig,
-                                          "GC needs \"cni.dev/valid-attachments\" in the config"));
-            }
-            auto out = alloc.gc(*nc.valid_attachments);
-            if (!out) return fail(v, out.error());
-            return Invocation{};
-        }
-        case Command::kStatus: {
-            if (auto st = alloc.status(); !st) return fail(v, st.error());
-            return Invocation{};
-        }
+        case Command::kDel:
+            if (auto st = ipam::del(r, upkeep); !st) inv = fail(v, st.error());
+            break;
+        case Command::kCheck:
+            if (auto st = ipam::check(r, upkeep); !st) inv = fail(v, st.error());
+            break;
+        case Command::kGc:
+            if (auto st = ipam::gc(r, upkeep); !st) inv = fail(v, st.error());
+            break;
+        case Command::kStatus:
+            if (auto st = ipam::status(r, upkeep); !st) inv = fail(v, st.error());
+            break;
         case Command::kVersion:
             break;
     }
-    return Invocation{};
+    inv.after_answer = std::move(upkeep.after_answer);
+    inv.keep_until_exit = std::move(upkeep.keep_until_exit);
+    return inv;
 }
 
 }  // namespace
@@ -188,28 +146,16 @@ Invocation answer_config(const CniEnv& env, const json& doc, InvocationRecord* r
     if (record && !args->pod_name.empty()) record->pod = args->pod_namespace + "/" + args->pod_name;
     auto nc = parse_netconf(doc, *args);
     if (!nc) return fail(v, nc.error());
-    auto requested = requested_addresses(*nc);
-    if (!requested) return fail(v, requested.error());
-
+    const std::string resolv_conf = nc->resolv_conf;
+    auto request = make_request(env, *args, std::move(*nc));
+    if (!request) return fail(v, request.error());
     json dns = json::object();
-    if (env.command == Command::kAdd && !nc->resolv_conf.empty()) {
-        auto d = read_resolv_conf(nc->resolv_conf);
+    if (env.command == Command::kAdd && !resolv_conf.empty()) {
+        auto d = read_resolv_conf(resolv_conf);
         if (!d) return fail(v, d.error());
         dns = *d;
     }
-
-    if (nc->pool_mode) return run_pool_command(env, *nc, v, *requested, *args, dns);
-
-    auto store = engine::open_network(nc->network);
-    if (!store) return fail(v, store.error());
-    Invocation inv = answer(env, *nc, v, **store, *requested, *args, dns);
-    std::shared_ptr<engine::NetworkStore> kept(std::move(*store));
-    // An append of ours reached a segment's compaction check: compact once the answer is out.
-    if (kept->compaction_due()) {
-        inv.after_answer = [kept] { engine::compact_journal_if_due(*kept); };
-    }
-    inv.keep_until_exit.push_back(std::move(kept));
-    return inv;
+    return answer(env, v, *request, dns);
 }
 
 }  // namespace

@@ -1,18 +1,16 @@
 #include "plugin/netconf.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <tuple>
 
+#include "ipam/config_fields.h"
 #include "plugin/cni_env.h"
-#include "plugin/netconf_fields.h"
 
 namespace shmipam::cni {
 
 using nlohmann::json;
-using namespace netconf_fields;  // NOLINT(google-build-using-namespace): the field readers
+using namespace ipam::config_fields;  // NOLINT(google-build-using-namespace): the field readers
 
 bool version_at_least(const std::string& a, const std::string& b) {
     int a1 = 0, a2 = 0, a3 = 0, b1 = 0, b2 = 0, b3 = 0;
@@ -229,124 +227,6 @@ Status parse_valid_attachments(const json& doc, NetConf& nc) {
     return Ok{};
 }
 
-Expected<std::vector<std::string>> name_list(const json& ipam, const char* key) {
-    std::vector<std::string> out;
-    auto it = ipam.find(key);
-    if (it == ipam.end() || it->is_null()) return out;
-    if (!it->is_array()) return type_error(std::string("ipam.") + key, "a list of pool names");
-    for (const auto& v : *it) {
-        if (!v.is_string()) return type_error(std::string("ipam.") + key, "a list of pool names");
-        out.push_back(v.get<std::string>());
-    }
-    return out;
-}
-
-// Pool mode: poolsDir and Spiderpool's config fields. `ranges` (or a legacy subnet, or
-// runtimeConfig.ipRanges) beside poolsDir is an error: one config, one mode.
-Status parse_pool_mode(const json& doc, const json& ipam, NetConf& nc) {
-    auto dir = opt_string(ipam, "poolsDir", "ipam.");
-    if (!dir) return dir.error();
-    if (dir->empty()) return Ok{};
-    const bool has_ranges = (ipam.contains("ranges") && !ipam["ranges"].is_null()) ||
-                            (ipam.contains("subnet") && !ipam["subnet"].is_null());
-    bool has_ip_ranges = false;
-    if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) {
-        has_ip_ranges = rc->contains("ipRanges") && !(*rc)["ipRanges"].is_null();
-    }
-    if (has_ranges || has_ip_ranges) {
-        return make_error(Code::kInvalidConfig,
-                          "ipam.poolsDir and ranges cannot both be set: pools select the "
-                          "addresses in pool mode (remove ranges/subnet, or poolsDir)");
-    }
-    PoolMode pm;
-    pm.pools_dir = *dir;
-    auto v4 = name_list(ipam, "default_ipv4_ippool");
-    if (!v4) return v4.error();
-    auto v6 = name_list(ipam, "default_ipv6_ippool");
-    if (!v6) return v6.error();
-    pm.config.default_ipv4_ippool = *v4;
-    pm.config.default_ipv6_ippool = *v6;
-    if (auto it = ipam.find("clean_gateway"); it != ipam.end() && !it->is_null()) {
-        if (!it->is_boolean()) return type_error("ipam.clean_gateway", "a boolean");
-        pm.config.clean_gateway = it->get<bool>();
-    }
-    auto multus_ns = opt_string(ipam, "multusNamespace", "ipam.");
-    if (!multus_ns) return multus_ns.error();
-    if (!multus_ns->empty()) pm.config.multus_namespace = *multus_ns;
-    auto cluster_net = opt_string(ipam, "multusClusterNetwork", "ipam.");
-    if (!cluster_net) return cluster_net.error();
-    pm.config.multus_cluster_network = *cluster_net;
-    auto node = opt_string(ipam, "nodeName", "ipam.");
-    if (!node) return node.error();
-    pm.node_name = *node;
-    if (pm.node_name.empty()) {
-        char host[256] = {};
-        if (::gethostname(host, sizeof host - 1) == 0) pm.node_name = host;
-    }
-    if (auto it = ipam.find("etcd"); it != ipam.end() && !it->is_null()) {
-        if (!it->is_object() || !it->contains("endpoints") || !(*it)["endpoints"].is_array() ||
-            (*it)["endpoints"].empty()) {
-            return make_error(Code::kInvalidConfig,
-                              "ipam.etcd must be an object with a non-empty \"endpoints\" list "
-                              "(docs/cluster.md)");
-        }
-        for (const auto& e : (*it)["endpoints"]) {
-            if (!e.is_string()) return type_error("ipam.etcd.endpoints[]", "a URL string");
-        }
-        // Checked here, so that a mistake is the plugin's clear error, not the helper's.
-        for (const char* f : {"prefix", "caFile", "certFile", "keyFile", "username", "password"}) {
-            if (it->contains(f) && !(*it)[f].is_string()) {
-                return type_error(std::string("ipam.etcd.") + f, "a string");
-            }
-        }
-        for (const char* f : {"attemptTimeoutMs", "budgetMs"}) {
-            if (it->contains(f) && (!(*it)[f].is_number_integer() || (*it)[f].get<int64_t>() < 1)) {
-                return make_error(
-                    Code::kInvalidConfig,
-                    std::string("ipam.etcd.") + f + " must be a positive integer (milliseconds)");
-            }
-        }
-        ClusterMode cm;
-        cm.etcd = *it;
-        if (auto m = ipam.find("maxBlocksPerNode"); m != ipam.end() && !m->is_null()) {
-            if (!m->is_number_integer() || m->get<int64_t>() < 1) {
-                return make_error(Code::kInvalidConfig,
-                                  "ipam.maxBlocksPerNode must be a positive integer");
-            }
-            cm.max_blocks = m->get<uint64_t>();
-        }
-        if (auto a = ipam.find("claimAheadPercent"); a != ipam.end() && !a->is_null()) {
-            if (!a->is_number_integer() || a->get<int64_t>() < 0 || a->get<int64_t>() > 99) {
-                return make_error(Code::kInvalidConfig,
-                                  "ipam.claimAheadPercent must be an integer from 0 (off) to 99");
-            }
-            cm.claim_ahead_percent = a->get<uint64_t>();
-        }
-        if (auto a = ipam.find("blockMinAgeS"); a != ipam.end() && !a->is_null()) {
-            if (!a->is_number_integer() || a->get<int64_t>() < 0) {
-                return make_error(Code::kInvalidConfig,
-                                  "ipam.blockMinAgeS must be a non-negative integer (seconds)");
-            }
-            cm.block_min_age_s = a->get<uint64_t>();
-        }
-        if (auto f = ipam.find("fixedAddressPools"); f != ipam.end() && !f->is_null()) {
-            if (!f->is_array()) return type_error("ipam.fixedAddressPools", "a list of pool names");
-            for (const auto& n : *f) {
-                if (!n.is_string()) {
-                    return type_error("ipam.fixedAddressPools[]", "a pool name (string)");
-                }
-                cm.fixed_pools.insert(n.get<std::string>());
-            }
-        }
-        auto helper = opt_string(ipam, "clusterHelper", "ipam.");
-        if (!helper) return helper.error();
-        cm.helper = *helper;
-        pm.cluster = std::move(cm);
-    }
-    nc.pool_mode = std::move(pm);
-    return Ok{};
-}
-
 // The pod's annotations (containerd's runtimeConfig capability) and labels (args.cni.labels).
 Status parse_pod_metadata(const json& doc, NetConf& nc) {
     if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) {
@@ -405,12 +285,9 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
 
     const json* runtime = nullptr;
     if (auto st = parse_state_dirs(ipam, nc); !st) return st.error();
-    if (auto st = parse_pool_mode(doc, ipam, nc); !st) return st.error();
-    if (!nc.pool_mode && ipam.contains("etcd") && !ipam["etcd"].is_null()) {
-        return make_error(Code::kInvalidConfig,
-                          "ipam.etcd (cluster mode) needs poolsDir: the cluster shares pools "
-                          "(docs/cluster.md)");
-    }
+    auto pool_mode = ipam::parse_pool_mode(doc, ipam);
+    if (!pool_mode) return pool_mode.error();
+    nc.pool_mode = std::move(*pool_mode);
     if (nc.pool_mode) {
         if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) runtime = &*rc;
     } else if (auto st = parse_ranges(doc, ipam, runtime, nc); !st) {
@@ -423,11 +300,7 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
         nc.statefulset_fixed_ip = it->get<bool>();
     }
     if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
-    // Cluster mode: each block a node owns is one arena; Calico's block sizes unless set.
-    if (nc.pool_mode && nc.pool_mode->cluster) {
-        if (!ipam.contains("blockSize")) nc.network.block_prefix_v4 = 26;
-        if (!ipam.contains("blockSizeV6")) nc.network.block_prefix_v6 = 122;
-    }
+    if (nc.pool_mode && nc.pool_mode->cluster) ipam::apply_cluster_block_sizes(ipam, nc.network);
     if (auto st = parse_routes(ipam, nc); !st) return st.error();
     if (auto st = parse_requested(doc, runtime, args, nc); !st) return st.error();
     if (auto p = doc.find("prevResult"); p != doc.end() && !p->is_null()) nc.prev_result = *p;

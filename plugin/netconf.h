@@ -5,11 +5,11 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "engine/ops/allocator.h"
+#include "ipam/pool_config.h"
 #include "engine/state/network_config.h"
 #include "plugin/cni_args.h"
 #include "pools/pod_facts.h"
@@ -21,32 +21,6 @@ inline const std::vector<std::string>& supported_versions() {
     return v;
 }
 
-// Pool mode (`ipam.poolsDir`): Spiderpool-style pools instead of `ranges` (docs/pools.md).
-// Cluster mode (docs/cluster.md): the pools are shared by the nodes, cut into blocks a node
-// claims in etcd through the cluster helper; the plugin allocates inside its own blocks.
-struct ClusterMode {
-    nlohmann::json etcd;       // ipam.etcd, passed to the helper as written
-    uint64_t max_blocks = 32;  // ipam.maxBlocksPerNode
-    // ipam.claimAheadPercent: when the node's blocks of a pool are this full (free addresses
-    // under (100 - N)% of a block), an ADD starts the helper, detached, for the next block.
-    // 0: only when they are full.
-    uint64_t claim_ahead_percent = 75;
-    // ipam.blockMinAgeS: a block left with no address in use is given back to the cluster once
-    // it is this old (and its addresses have cooled down); the node keeps one block per pool.
-    uint64_t block_min_age_s = 300;
-    // ipam.fixedAddressPools: pools never cut into blocks, whose addresses are claimed one by
-    // one in etcd by StatefulSet pods' fixed-address claims (docs/cluster.md).
-    std::set<std::string> fixed_pools;
-    std::string helper;  // ipam.clusterHelper, else shmipam-cluster beside the plugin
-};
-
-struct PoolMode {
-    std::string pools_dir;
-    pools::PoolConfig config;
-    std::string node_name;  // ipam.nodeName, else the host name
-    std::optional<ClusterMode> cluster;
-};
-
 struct NetConf {
     std::string cni_version;
     engine::NetworkConfig network;
@@ -55,7 +29,7 @@ struct NetConf {
     std::vector<std::string> requested_ips;  // highest-precedence source, as written
     nlohmann::json prev_result;              // CHECK
     std::optional<std::vector<engine::AttachmentKey>> valid_attachments;  // GC
-    std::optional<PoolMode> pool_mode;
+    std::optional<ipam::PoolMode> pool_mode;  // ipam.poolsDir (ipam/pool_config.h)
     pools::Labels pod_annotations;      // runtimeConfig "io.kubernetes.cri.pod-annotations"
     pools::Labels pod_labels;           // args.cni.labels ([{key, value}], CNI conventions)
     bool statefulset_fixed_ip = false;  // ipam.statefulSetFixedIP (docs/fixed-ips.md)

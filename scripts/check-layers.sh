@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks that dependencies point one way, reading every #include "dir/..." line:
 #   base <- shm <- engine (addr <- slots <- state <- {policy, inspect} <- recovery <- ops)
-#        <- {pools, cluster} <- {plugin, tools, bench}
-# plugin/ includes no shm/ header: the engine owns what the CNI glue needs of the store.
+#        <- {pools, cluster} <- ipam <- {plugin, tools, bench}
+# plugin/ includes no shm/ header (the engine owns what the CNI glue needs of the store) and no
+# cluster/ header (ipam/ owns pool and cluster orchestration; the plugin is CNI glue).
 # Prints each include that breaks a rule and exits 1; exits 0 when there is none.
 #   bash scripts/check-layers.sh [ROOT]   (default: the repository)
 set -euo pipefail
@@ -24,9 +25,10 @@ allowed_for() {  # sets `allowed`
     engine/ops | engine) allowed="base shm engine engine/*" ;;
     pools) allowed="base engine engine/* pools" ;;
     cluster) allowed="base engine engine/* cluster" ;;
-    plugin) allowed="base engine engine/* pools cluster plugin" ;;
-    tools) allowed="base shm engine engine/* pools cluster tools" ;;
-    bench) allowed="base shm engine engine/* pools plugin bench" ;;
+    ipam) allowed="base engine engine/* pools cluster ipam" ;;
+    plugin) allowed="base engine engine/* pools ipam plugin" ;;
+    tools) allowed="base shm engine engine/* pools cluster ipam tools" ;;
+    bench) allowed="base shm engine engine/* pools ipam plugin bench" ;;
     *) allowed="*" ;;  # tests/ and anything else may include anything
     esac
 }
@@ -63,7 +65,7 @@ while IFS= read -r file; do
             violations=$((violations + 1))
         fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
-done < <(find "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/plugin" "$root/tools" "$root/bench" \
+done < <(find "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/cluster" "$root/ipam" "$root/plugin" "$root/tools" "$root/bench" \
     -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | sort)
 
 if [ $violations -ne 0 ]; then

@@ -3,35 +3,34 @@
 #include <ctime>
 
 #include "cluster/block_cache.h"
+#include "cluster/node_files.h"
 #include "cluster/release_due.h"
 #include "engine/ops/allocator.h"
 
 namespace shmipam::cluster_helper {
 
-using nlohmann::json;
+using cluster::protocol::ReleaseAnswer;
 
 namespace {
 
-// Retried this long after a failure (etcd down, the arena not readable): the next DEL after it.
-constexpr uint64_t kRetryAfterS = 30;
-
-json kept(const std::string& why) {
-    return {{"released", nullptr}, {"why", why}};
+ReleaseAnswer kept(const std::string& why) {
+    return {std::nullopt, why};
 }
 
 }  // namespace
 
-Expected<json> release_block(const ReleaseRequest& r, cluster::BlockStore& store,
-                             const std::vector<cluster::Block>& owned) {
+Expected<ReleaseAnswer> release_block(const cluster::protocol::ReleaseBlock& r,
+                                      cluster::BlockStore& store,
+                                      const std::vector<cluster::Block>& owned) {
     const uint64_t now = uint64_t(std::time(nullptr));
     const auto forget = [&](const std::string& why) {
-        cluster::remove_release_due(r.state_dir, r.pool, r.block);
+        cluster::remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
         return kept(why);
     };
     const cluster::Block* block = nullptr;
     std::vector<cluster::OwnedBlock> mine;
     for (const cluster::Block& b : owned) {
-        if (b.node != r.node) continue;
+        if (b.node != r.scope.node) continue;
         if (b.cidr.to_string() == r.block.to_string()) {
             block = &b;
         } else {
@@ -41,7 +40,7 @@ Expected<json> release_block(const ReleaseRequest& r, cluster::BlockStore& store
     if (block == nullptr) return forget("not this node's block in the store");
     if (mine.empty()) return forget("the node's last block of the pool is kept");
     if (now < block->claimed_unix_s + r.min_age_s) {
-        cluster::write_release_due(r.state_dir, r.pool, r.block,
+        cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block,
                                    block->claimed_unix_s + r.min_age_s);
         return kept("younger than blockMinAgeS");
     }
@@ -55,7 +54,7 @@ Expected<json> release_block(const ReleaseRequest& r, cluster::BlockStore& store
     engine::NetworkConfig cfg;
     cfg.reuse_delay_ms = (*arena)->reuse_delay_ms();
     engine::Allocator alloc(**arena, cfg);
-    const std::string cache = cluster::block_cache_path(r.state_dir, r.pool);
+    const std::string cache = cluster::block_cache_path(r.scope.state_dir, r.scope.pool);
     bool deleted = false;
     auto held = alloc.while_block_empty(r.block.network(), [&]() -> Status {
         // First out of the cache (ADDs stop choosing it; an ADD that chose it before and takes
@@ -63,7 +62,7 @@ Expected<json> release_block(const ReleaseRequest& r, cluster::BlockStore& store
         // address back), then out of the store. A crash between the two leaves a block the
         // store gives the node and its cache lacks: the next helper adopts it.
         if (auto st = cluster::write_block_cache(cache, mine); !st) return st;
-        auto done = store.release(r.pool, *block);
+        auto done = store.release(r.scope.pool, *block);
         if (!done) {
             // The delete may have been committed with its answer lost: the block stays out of
             // the cache (never allocated from), and if the store still gives it to this node,
@@ -74,18 +73,18 @@ Expected<json> release_block(const ReleaseRequest& r, cluster::BlockStore& store
         return Ok{};
     });
     if (!held) {
-        cluster::write_release_due(r.state_dir, r.pool, r.block, now + kRetryAfterS);
+        cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block, now + uint64_t(cluster::kReleaseRetryS));
         return held.error();
     }
     if (held->in_use) return forget("an address of it is in use again");
     if (held->cooling_left_ms != 0) {
-        cluster::write_release_due(r.state_dir, r.pool, r.block,
+        cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block,
                                    now + (held->cooling_left_ms + 999) / 1000);
         return kept("an address of it is still cooling");
     }
     if (!deleted) return forget("the block changed in the store since it was read");
-    cluster::remove_release_due(r.state_dir, r.pool, r.block);
-    return json{{"released", r.block.to_string()}, {"why", "empty"}};
+    cluster::remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
+    return ReleaseAnswer{r.block, "empty"};
 }
 
 }  // namespace shmipam::cluster_helper

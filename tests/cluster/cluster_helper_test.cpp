@@ -1,5 +1,6 @@
-// The cluster helper as the plugin will exec it (tools/cluster_helper.cpp): a fresh process,
-// JSON on stdin, against a real 3-member etcd; the node's block cache it writes.
+// The cluster helper as the plugin execs it (tools/cluster_helper.cpp): a fresh process, the
+// typed request of cluster/helper_protocol.h on stdin, against a real 3-member etcd; the node's
+// block cache it writes.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -12,6 +13,7 @@
 
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
+#include "cluster/helper_protocol.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/three_etcd_members.h"
@@ -20,22 +22,32 @@ namespace shmipam::testing {
 namespace {
 
 using nlohmann::json;
+namespace protocol = cluster::protocol;
 
 class ClusterHelper : public testing::ThreeEtcdMembers {
   protected:
-    json request(const std::string& node, size_t max_blocks = 32) const {
-        return {{"etcd", {{"endpoints", etcd->client_urls()}, {"budgetMs", 3000}}},
-                {"pool", "default"},
-                {"cidr", "10.80.0.0/24"},
-                {"blockPrefix", 26},
-                {"node", node},
-                {"maxBlocks", max_blocks},
-                {"stateDir", dir.sub(node)}};
+    protocol::ClaimBlock request(const std::string& node, size_t max_blocks = 32) const {
+        protocol::ClaimBlock r;
+        r.scope = {json{{"endpoints", etcd->client_urls()}, {"budgetMs", 3000}}, "default", node,
+                   dir.sub(node)};
+        r.geometry.pool_cidr = *engine::Cidr::parse("10.80.0.0/24");
+        r.geometry.block_prefix = 26;
+        r.max_blocks = max_blocks;
+        return r;
     }
     // As the plugin calls it: with the node's blocks it knows of (its cache).
-    ProcessResult helper(json in) {
-        if (!in.contains("seen")) in["seen"] = cached(in["node"]);
-        return run_process({SHMIPAM_CLUSTER_HELPER_PATH}, {}, in.dump());
+    ProcessResult helper(protocol::ClaimBlock in, bool seen_from_cache = true) {
+        if (seen_from_cache) in.geometry.seen = cached_cidrs(in.scope.node);
+        return helper_raw(protocol::encode(in));
+    }
+    ProcessResult helper(const protocol::Request& in) { return helper_raw(protocol::encode(in)); }
+    ProcessResult helper_raw(const std::string& text) {
+        return run_process({SHMIPAM_CLUSTER_HELPER_PATH}, {}, text);
+    }
+    std::vector<engine::Cidr> cached_cidrs(const std::string& node) {
+        std::vector<engine::Cidr> out;
+        for (const auto& c : cached(node)) out.push_back(*engine::Cidr::parse(c));
+        return out;
     }
     std::vector<std::string> cached(const std::string& node) {
         auto blocks =
@@ -54,14 +66,13 @@ class ClusterHelper : public testing::ThreeEtcdMembers {
 // next helper run brings the cache to exactly the blocks the store gives the node (adopting
 // those whose claimer died after its commit).
 TEST_F(ClusterHelper, HelpersKilledMidClaimLeaveACacheTheNextRunMakesWhole) {
-    json in = request("node-a", 100);
-    in["cidr"] = "10.80.0.0/24";
-    in["blockPrefix"] = 28;
+    protocol::ClaimBlock in = request("node-a", 100);
+    in.geometry.block_prefix = 28;
     std::mt19937 rng(7);
     size_t killed = 0;
     for (int i = 0; i < 30; ++i) {
-        in["seen"] = cached("node-a");
-        Child c({SHMIPAM_CLUSTER_HELPER_PATH}, {}, in.dump());
+        in.geometry.seen = cached_cidrs("node-a");
+        Child c({SHMIPAM_CLUSTER_HELPER_PATH}, {}, protocol::encode(in));
         std::this_thread::sleep_for(std::chrono::microseconds(10'000 + rng() % 50'000));
         killed += ::kill(c.pid(), SIGKILL) == 0;
         c.wait();
@@ -70,10 +81,9 @@ TEST_F(ClusterHelper, HelpersKilledMidClaimLeaveACacheTheNextRunMakesWhole) {
         ASSERT_TRUE(blocks) << "a torn cache after kill " << i;
     }
     const auto before = cached("node-a");
-    json refresh = in;
-    refresh["refresh"] = true;
+    const protocol::Refresh refresh{in.scope, in.geometry};
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = helper(refresh);
+    auto r = helper(protocol::Request{refresh});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "a lock held";
     cluster::EtcdClient client(client_config());
@@ -119,11 +129,11 @@ TEST_F(ClusterHelper, ANodeAtItsCapIsToldSo) {
 }
 
 TEST_F(ClusterHelper, ARequestedAddressInAnotherNodesBlockNamesThatNode) {
-    json a = request("node-a");
-    a["address"] = "10.80.0.5";
+    protocol::ClaimBlock a = request("node-a");
+    a.address = engine::IpAddress::parse("10.80.0.5");
     ASSERT_EQ(helper(a).exit_code, 0);
-    json b = request("node-b");
-    b["address"] = "10.80.0.6";
+    protocol::ClaimBlock b = request("node-b");
+    b.address = engine::IpAddress::parse("10.80.0.6");
     auto r = helper(b);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_EQ(r.json()["code"], 101) << r.out;
@@ -149,8 +159,8 @@ TEST_F(ClusterHelper, AnotherClusterIsRefused) {
     ASSERT_EQ(helper(request("node-a")).exit_code, 0);
     EtcdCluster other(1);
     ASSERT_TRUE(other.ready()) << other.why_not_ready();
-    json in = request("node-a");
-    in["etcd"]["endpoints"] = other.client_urls();
+    protocol::ClaimBlock in = request("node-a");
+    in.scope.etcd["endpoints"] = other.client_urls();
     auto r = helper(in);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_EQ(r.json()["code"], 7) << r.out;
@@ -161,14 +171,43 @@ TEST_F(ClusterHelper, AnotherClusterIsRefused) {
 // Concurrent ADDs on a node each exec the helper: they take turns, and one that finds a block
 // of the node its caller did not know of answers that block instead of claiming another.
 TEST_F(ClusterHelper, AHelperThatFindsABlockItsCallerDidNotKnowAnswersItAndClaimsNothing) {
-    json first = request("node-a");
-    first["seen"] = json::array();
-    auto a = helper(first);
+    const protocol::ClaimBlock first = request("node-a");
+    auto a = helper(first, /*seen_from_cache=*/false);
     ASSERT_EQ(a.exit_code, 0) << a.out;
-    auto b = helper(first);  // the caller read the cache before a's helper wrote it
+    auto b = helper(first, false);  // the caller read the cache before a's helper wrote it
     ASSERT_EQ(b.exit_code, 0) << b.out;
     EXPECT_EQ(b.json()["claimed"], a.json()["claimed"]);
     EXPECT_EQ(b.json()["blocks"].size(), 1u) << "nothing more claimed";
+}
+
+// A plugin of another release (an upgrade that replaced one binary and not the other) sends a
+// request of another protocol version or an op this helper does not know: refused with code 1
+// naming both versions, before anything is read or claimed.
+TEST_F(ClusterHelper, ARequestOfAnotherVersionOrAnUnknownOpIsRefusedAndClaimsNothing) {
+    json newer = json::parse(protocol::encode(request("node-a")));
+    newer["version"] = protocol::kVersion + 1;
+    auto r = helper_raw(newer.dump());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.json()["code"], 1) << r.out;
+    EXPECT_NE(r.json()["msg"].get<std::string>().find("protocol version"), std::string::npos)
+        << r.out;
+    // A request from before versions: its op guessed from its keys, a release read as a claim.
+    json unversioned = json::parse(protocol::encode(request("node-a")));
+    unversioned.erase("version");
+    unversioned.erase("op");
+    unversioned["release"] = "10.80.0.0/26";
+    r = helper_raw(unversioned.dump());
+    EXPECT_EQ(r.json()["code"], 1) << r.out;
+    json unknown = json::parse(protocol::encode(request("node-a")));
+    unknown["op"] = "borrow-address";
+    r = helper_raw(unknown.dump());
+    EXPECT_EQ(r.json()["code"], 1) << r.out;
+    EXPECT_NE(r.json()["msg"].get<std::string>().find("borrow-address"), std::string::npos);
+    EXPECT_TRUE(cached("node-a").empty()) << "nothing claimed";
+    cluster::EtcdClient client(client_config());
+    auto owned = cluster::BlockStore(client, "/shmipam").blocks("default");
+    ASSERT_TRUE(owned) << owned.error().msg;
+    EXPECT_TRUE(owned->empty());
 }
 
 }  // namespace

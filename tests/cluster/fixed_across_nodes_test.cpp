@@ -144,7 +144,7 @@ TEST_F(FixedAcrossNodes, ADelCannotGiveTheClaimUpBetweenAnAddsTakeAndItsLocalCla
     auto first = add(0, "c1", "db-0", "0");
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
     const std::string a = address(first);
-    PausingHelper helper(dir, "\"fixed\"", /*before=*/false);
+    PausingHelper helper(dir, "\"op\":\"take-fixed\"", /*before=*/false);
     json paused_cfg = sts_config(0, "db-0", "0");
     paused_cfg["ipam"]["clusterHelper"] = helper.path();
     Child adding({SHMIPAM_PLUGIN_PATH}, env("ADD", "c2", "db-0"), paused_cfg.dump());
@@ -200,7 +200,7 @@ TEST_F(FixedAcrossNodes, ADelsGiveUpLeavesAClaimTheNewSandboxMadeHereAfterTheDel
     auto first = add(0, "c1", "db-0", "0");
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
     const std::string a = address(first);
-    PausingHelper helper(dir, "\"unfix\"", /*before=*/true);
+    PausingHelper helper(dir, "\"op\":\"give-up-fixed\"", /*before=*/true);
     json paused_cfg = sts_config(0, "db-0", "0");
     paused_cfg["ipam"]["clusterHelper"] = helper.path();
     Child deleting({SHMIPAM_PLUGIN_PATH}, env("DEL", "c1", "db-0"), paused_cfg.dump());

@@ -1,6 +1,7 @@
 // Fixed-address claims against a real 3-member etcd (cluster/fixed_claims.h): deterministic
 // two-writer interleavings at the one step where two nodes starting the same pod can cross.
 #include "cluster/fixed_claims.h"
+#include "cluster/key_schema.h"
 
 #include <gtest/gtest.h>
 
@@ -75,7 +76,7 @@ TEST_F(FixedClaimRace, AnotherPodsClaimOnTheLastAddressCreatedMeanwhileLeavesThe
 // meanwhile" and fail with 11 after 16 passes. The claim is now created on that address.
 TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetriedForever) {
     EtcdClient client(client_config());
-    ASSERT_TRUE(client.put("/shmipam/v1/pools/sts/addresses/10.78.0.2",
+    ASSERT_TRUE(client.put(keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.2")),
                            R"({"claim": "sts:shop/db-0/eth0"})"));
     FixedClaims claims(client, "/shmipam");
     auto took = claims.take("sts", "sts:shop/db-0/eth0", "node-a", only("10.78.0.2"));
@@ -86,7 +87,8 @@ TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetri
     ASSERT_EQ(all->size(), 1u);
     EXPECT_EQ((*all)[0].node, "node-a");
     // A record naming the claim with a value that is not a string is someone else's: no throw.
-    ASSERT_TRUE(client.put("/shmipam/v1/pools/sts/addresses/10.78.0.3", R"({"claim": 7})"));
+    ASSERT_TRUE(client.put(keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.3")),
+                           R"({"claim": 7})"));
     auto other = claims.take("sts", "sts:shop/db-1/eth0", "node-a", only("10.78.0.4"));
     ASSERT_TRUE(other) << other.error().msg;
 }

@@ -24,7 +24,7 @@ expect "the repository" 0 "$root" "every include points down"
 plant() {  # file to plant in a fresh copy, the include line; prints the copy's path
     local tree="$work/$RANDOM$RANDOM"
     mkdir -p "$tree"
-    cp -r "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/plugin" "$root/tools" "$root/bench" "$tree/"
+    cp -r "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/cluster" "$root/ipam" "$root/plugin" "$root/tools" "$root/bench" "$tree/"
     mkdir -p "$(dirname "$tree/$1")"
     printf '#include "%s"\n' "$2" >>"$tree/$1"
     echo "$tree"
@@ -46,6 +46,16 @@ expect "pools includes plugin" 1 "$(plant pools/selection.cpp plugin/netconf.h)"
     "pools/selection.cpp: includes plugin/netconf.h"
 expect "pools includes shm" 1 "$(plant pools/catalog.cpp shm/format.h)" \
     "pools/catalog.cpp: includes shm/format.h"
+expect "plugin includes cluster" 1 "$(plant plugin/commands.cpp cluster/helper_protocol.h)" \
+    "plugin/commands.cpp: includes cluster/helper_protocol.h"
+expect "cluster includes ipam" 1 "$(plant cluster/node_files.cpp ipam/request.h)" \
+    "cluster/node_files.cpp: includes ipam/request.h"
+expect "cluster includes pools" 1 "$(plant cluster/block_store.cpp pools/ip_set.h)" \
+    "cluster/block_store.cpp: includes pools/ip_set.h"
+expect "pools includes ipam" 1 "$(plant pools/selection.cpp ipam/operations.h)" \
+    "pools/selection.cpp: includes ipam/operations.h"
+expect "ipam includes plugin" 1 "$(plant ipam/operations.cpp plugin/netconf.h)" \
+    "ipam/operations.cpp: includes plugin/netconf.h"
 expect "a header beside the file" 0 "$(plant shm/journal.cpp journal.h)" "every include points down"
 
 echo "$passed passed, $failed failed"

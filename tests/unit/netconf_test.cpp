@@ -154,17 +154,18 @@ TEST(NetConf, ValidAttachmentsForGc) {
 }
 
 TEST(CniResult, ShapeDependsOnVersion) {
-    auto set = *engine::make_range_set({{"10.1.0.0/24", "", "", ""}});
-    std::vector<engine::AllocatedAddress> addrs{
-        {*engine::IpAddress::parse("10.1.0.2"), 0, &set[0]}};
     json routes = json::parse(R"([{"dst":"0.0.0.0/0"}])");
-    json r100 = make_result("1.0.0", addrs, routes, json::object());
+    ipam::AddResult added{
+        {{*engine::IpAddress::parse("10.1.0.2"), 24, engine::IpAddress::parse("10.1.0.1")}},
+        routes};
+    json r100 = make_result("1.0.0", added, json::object());
     EXPECT_EQ(r100["ips"][0]["address"], "10.1.0.2/24");
     EXPECT_EQ(r100["ips"][0]["gateway"], "10.1.0.1");
     EXPECT_FALSE(r100["ips"][0].contains("version"));
     EXPECT_EQ(r100["routes"], routes);
     EXPECT_TRUE(r100["dns"].is_object());
-    json r031 = make_result("0.3.1", addrs, json::array(), json::object());
+    added.routes = json::array();
+    json r031 = make_result("0.3.1", added, json::object());
     EXPECT_EQ(r031["ips"][0]["version"], "4");
     EXPECT_FALSE(r031.contains("routes"));
     json err = make_error_json("0.4.0", make_error(Code::kInvalidConfig, "bad", "why"));

@@ -1,9 +1,9 @@
-#include "plugin/netconf_fields.h"
+#include "ipam/config_fields.h"
 
 #include <cmath>
 #include <cstdio>
 
-namespace shmipam::cni::netconf_fields {
+namespace shmipam::ipam::config_fields {
 
 Error type_error(const std::string& field, const char* want) {
     return make_error(Code::kDecode,
@@ -108,4 +108,4 @@ Expected<uint8_t> parse_block_size(const json& ipam, const char* key, int lo, in
     return uint8_t(v);
 }
 
-}  // namespace shmipam::cni::netconf_fields
+}  // namespace shmipam::ipam::config_fields

@@ -1,4 +1,4 @@
-#include "plugin/pool_state.h"
+#include "ipam/pool_state.h"
 
 #include <sys/stat.h>
 
@@ -8,7 +8,7 @@
 #include "base/directory.h"
 #include "engine/addr/fingerprint.h"
 
-namespace shmipam::cni {
+namespace shmipam::ipam {
 
 using engine::Cidr;
 using engine::Family;
@@ -24,11 +24,11 @@ constexpr const char* kSubnetPrefix = "subnet_";
 // Index size of a state whose object is gone (it holds at most what this node had).
 constexpr u128 kUnknownCapacity = 4096;
 
-std::unique_ptr<engine::NetworkConfig> base_config(const NetConf& nc, const std::string& state) {
-    auto cfg = std::make_unique<engine::NetworkConfig>(nc.network);
+std::unique_ptr<engine::NetworkConfig> base_config(const Request& r, const std::string& state) {
+    auto cfg = std::make_unique<engine::NetworkConfig>(r.network);
     cfg->name = state;
-    cfg->run_dir = nc.network.run_dir + kPoolsDir;
-    cfg->data_dir = nc.network.data_dir + kPoolsDir;
+    cfg->run_dir = r.network.run_dir + kPoolsDir;
+    cfg->data_dir = r.network.data_dir + kPoolsDir;
     return cfg;
 }
 
@@ -72,9 +72,9 @@ std::string object_name_of_state(const std::string& state) {
     return state;
 }
 
-std::vector<std::string> pool_states(const NetConf& nc, const std::vector<std::string>& likely) {
+std::vector<std::string> pool_states(const Request& r, const std::vector<std::string>& likely) {
     std::vector<std::string> out;
-    const std::string dir = nc.network.data_dir + kPoolsDir;
+    const std::string dir = r.network.data_dir + kPoolsDir;
     struct stat st {};
     if (!likely.empty() && ::stat(dir.c_str(), &st) == 0) {
         for (const std::string& name : likely) {
@@ -109,19 +109,19 @@ void allocate_from(engine::NetworkConfig& cfg, const Cidr& subnet,
     cfg.index_capacity = capacity_of(subnet);
 }
 
-std::unique_ptr<engine::NetworkConfig> allocating_config(const NetConf& nc,
+std::unique_ptr<engine::NetworkConfig> allocating_config(const Request& r,
                                                          const std::string& state,
                                                          const Cidr& subnet,
                                                          const std::optional<IpAddress>& gateway,
                                                          const pools::IpSet& allocatable) {
-    auto cfg = base_config(nc, state);
+    auto cfg = base_config(r, state);
     allocate_from(*cfg, subnet, gateway, allocatable);
     return cfg;
 }
 
-std::unique_ptr<engine::NetworkConfig> reading_config(const NetConf& nc, const std::string& state,
+std::unique_ptr<engine::NetworkConfig> reading_config(const Request& r, const std::string& state,
                                                       const pools::Catalog& catalog) {
-    auto cfg = base_config(nc, state);
+    auto cfg = base_config(r, state);
     if (const pools::AddressSpec* o = object_of(state, catalog)) {
         cfg->range_sets = {{whole(o->subnet, o->gateway)}};
         cfg->index_capacity = capacity_of(o->subnet);
@@ -148,4 +148,4 @@ uint64_t network_tag(const std::string& network_name) {
     return h == 0 ? 1 : h;
 }
 
-}  // namespace shmipam::cni
+}  // namespace shmipam::ipam

@@ -1,4 +1,4 @@
-#include "plugin/pool_catalog_cache.h"
+#include "ipam/pool_catalog.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,13 +11,13 @@
 #include "pools/catalog_codec.h"
 #include "pools/pool_dir.h"
 
-namespace shmipam::cni {
+namespace shmipam::ipam {
 
 namespace {
 
-std::string snapshot_path(const NetConf& nc) {
-    uint64_t h = engine::fingerprint(nc.pool_mode->pools_dir, "").fp1;
-    std::string path = nc.network.run_dir + "/_pools/catalog-0123456789abcdef";
+std::string snapshot_path(const Request& r) {
+    uint64_t h = engine::fingerprint(r.pools->pools_dir, "").fp1;
+    std::string path = r.network.run_dir + "/_pools/catalog-0123456789abcdef";
     for (size_t i = path.size(); i-- > path.size() - 16; h >>= 4)
         path[i] = "0123456789abcdef"[h & 15];
     return path;
@@ -87,9 +87,9 @@ void write_snapshot(const std::string& path, const std::string& stamp,
 
 }  // namespace
 
-Expected<std::shared_ptr<const pools::Catalog>> load_catalog(const NetConf& nc) {
-    const std::string& dir = nc.pool_mode->pools_dir;
-    const std::string path = snapshot_path(nc);
+Expected<std::shared_ptr<const pools::Catalog>> load_catalog(const Request& r) {
+    const std::string& dir = r.pools->pools_dir;
+    const std::string path = snapshot_path(r);
     if (auto c = from_snapshot(path, dir)) {
         return std::shared_ptr<const pools::Catalog>(
             std::make_shared<pools::Catalog>(std::move(*c)));
@@ -106,4 +106,4 @@ Expected<std::shared_ptr<const pools::Catalog>> load_catalog(const NetConf& nc) 
     return std::shared_ptr<const pools::Catalog>(std::make_shared<pools::Catalog>(std::move(*c)));
 }
 
-}  // namespace shmipam::cni
+}  // namespace shmipam::ipam

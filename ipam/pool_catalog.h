@@ -8,11 +8,11 @@
 #include <memory>
 
 #include "base/status.h"
-#include "plugin/netconf.h"
+#include "ipam/request.h"
 #include "pools/catalog.h"
 
-namespace shmipam::cni {
+namespace shmipam::ipam {
 
-Expected<std::shared_ptr<const pools::Catalog>> load_catalog(const NetConf& nc);
+Expected<std::shared_ptr<const pools::Catalog>> load_catalog(const Request& r);
 
-}  // namespace shmipam::cni
+}  // namespace shmipam::ipam

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "engine/state/network_config.h"
-#include "plugin/netconf.h"
+#include "ipam/request.h"
 #include "pools/catalog.h"
 #include "pools/selection.h"
 
-namespace shmipam::cni {
+namespace shmipam::ipam {
 
 // The state directory name of a candidate: "ippool_<name>" or "subnet_<name>" (Kubernetes
 // names have no '_', so the two never meet).
@@ -24,7 +24,7 @@ std::string object_name_of_state(const std::string& state);
 // tmpfs keep it), they are the answer without listing the directory: an ADD's common case, one
 // pool per node, in two stats instead of four system calls. Any other link count (btrfs keeps
 // 1 for every directory) lists it.
-std::vector<std::string> pool_states(const NetConf& nc,
+std::vector<std::string> pool_states(const Request& r,
                                      const std::vector<std::string>& likely = {});
 
 // Makes `cfg` allocate from `allocatable` of a pool or subnet (its ranges and index size).
@@ -34,13 +34,13 @@ void allocate_from(engine::NetworkConfig& cfg, const engine::Cidr& subnet,
 
 // The config that allocates from `allocatable` of the pool or subnet behind `state`.
 std::unique_ptr<engine::NetworkConfig> allocating_config(
-    const NetConf& nc, const std::string& state, const engine::Cidr& subnet,
+    const Request& r, const std::string& state, const engine::Cidr& subnet,
     const std::optional<engine::IpAddress>& gateway, const pools::IpSet& allocatable);
 
 // The config that reads or releases what a state holds (DEL, CHECK, GC, a repeated ADD): its
 // range is the object's whole subnet when the catalog still has it (so answers carry the right
 // prefix and gateway), or every address of both families when the object is gone.
-std::unique_ptr<engine::NetworkConfig> reading_config(const NetConf& nc, const std::string& state,
+std::unique_ptr<engine::NetworkConfig> reading_config(const Request& r, const std::string& state,
                                                       const pools::Catalog& catalog);
 
 // The pool or subnet behind a state, while the catalog has it: its gateway and routes are what
@@ -50,4 +50,4 @@ const pools::AddressSpec* object_of(const std::string& state, const pools::Catal
 // A 48-bit tag of the network name, never 0 (format.h, Entry::network_tag).
 uint64_t network_tag(const std::string& network_name);
 
-}  // namespace shmipam::cni
+}  // namespace shmipam::ipam

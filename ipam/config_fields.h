@@ -1,5 +1,5 @@
 // Typed readers of the network configuration's JSON fields, each answering a CNI error that
-// names the field and says what it must be (plugin/netconf.cpp assembles them).
+// names the field and says what it must be (plugin/netconf.cpp and ipam/pool_config.cpp assemble them).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "base/status.h"
 #include "engine/addr/range.h"
 
-namespace shmipam::cni::netconf_fields {
+namespace shmipam::ipam::config_fields {
 
 using nlohmann::json;
 
@@ -29,4 +29,4 @@ Expected<uint64_t> parse_delay_ms(const json& j);
 // A block prefix length in [lo, hi]; `def` when absent.
 Expected<uint8_t> parse_block_size(const json& ipam, const char* key, int lo, int hi, uint8_t def);
 
-}  // namespace shmipam::cni::netconf_fields
+}  // namespace shmipam::ipam::config_fields

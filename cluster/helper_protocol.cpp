@@ -1,0 +1,357 @@
+#include "cluster/helper_protocol.h"
+
+#include <type_traits>
+
+namespace shmipam::cluster::protocol {
+
+using nlohmann::json;
+
+namespace {
+
+// The op of each request struct, as written on the wire.
+constexpr const char* op_name(const ClaimBlock&) { return "claim-block"; }
+constexpr const char* op_name(const Refresh&) { return "refresh"; }
+constexpr const char* op_name(const TakeFixed&) { return "take-fixed"; }
+constexpr const char* op_name(const GiveUpFixed&) { return "give-up-fixed"; }
+constexpr const char* op_name(const ReleaseBlock&) { return "release-block"; }
+
+std::string range_text(const AddressRange& r) {
+    return r.first.to_string() + "-" + r.last.to_string();
+}
+
+void put_scope(json& j, const Scope& s) {
+    j["etcd"] = s.etcd;
+    j["pool"] = s.pool;
+    j["node"] = s.node;
+    j["stateDir"] = s.state_dir;
+}
+
+json ranges_json(const std::vector<AddressRange>& ranges) {
+    json out = json::array();
+    for (const auto& r : ranges) out.push_back(range_text(r));
+    return out;
+}
+
+void put_geometry(json& j, const BlockGeometry& g) {
+    j["cidr"] = engine::Cidr{g.pool_cidr.network(), g.pool_cidr.prefix}.to_string();
+    j["blockPrefix"] = g.block_prefix;
+    j["usable"] = ranges_json(g.usable);
+    json seen = json::array();
+    for (const auto& c : g.seen) seen.push_back(c.to_string());
+    j["seen"] = seen;
+}
+
+Error missing(const std::string& op, const char* field, const char* want) {
+    return make_error(Code::kInvalidConfig, "the cluster helper's " + op + " request needs \"" +
+                                                field + "\" (" + want + ")");
+}
+
+// Readers of one request's fields; each answers code 7 naming the field.
+struct Reader {
+    const json& j;
+    std::string op;
+
+    Expected<std::string> text(const char* f, bool required = true) const {
+        auto it = j.find(f);
+        if (it == j.end() || it->is_null()) {
+            if (required) return missing(op, f, "a string");
+            return std::string();
+        }
+        if (!it->is_string()) return missing(op, f, "a string");
+        return it->get<std::string>();
+    }
+    Expected<uint64_t> number(const char* f, std::optional<uint64_t> fallback) const {
+        auto it = j.find(f);
+        if (it == j.end() || it->is_null()) {
+            if (fallback) return *fallback;
+            return missing(op, f, "a non-negative integer");
+        }
+        if (!it->is_number_unsigned()) return missing(op, f, "a non-negative integer");
+        return it->get<uint64_t>();
+    }
+    Expected<bool> flag(const char* f) const {
+        auto it = j.find(f);
+        if (it == j.end() || it->is_null()) return false;
+        if (!it->is_boolean()) return missing(op, f, "true or false");
+        return it->get<bool>();
+    }
+    Expected<engine::Cidr> cidr(const char* f) const {
+        auto t = text(f);
+        if (!t) return t.error();
+        auto c = engine::Cidr::parse(*t);
+        if (!c) return missing(op, f, "a CIDR");
+        return *c;
+    }
+    Expected<std::vector<AddressRange>> ranges(const char* f) const {
+        std::vector<AddressRange> out;
+        auto it = j.find(f);
+        if (it == j.end() || it->is_null()) return out;
+        if (!it->is_array()) return missing(op, f, "a list of \"first-last\" ranges");
+        for (const auto& r : *it) {
+            if (!r.is_string()) return missing(op, f, "a list of \"first-last\" ranges");
+            const std::string s = r.get<std::string>();
+            const size_t dash = s.find('-');
+            auto first = engine::IpAddress::parse(s.substr(0, dash));
+            auto last = dash == std::string::npos ? first
+                                                  : engine::IpAddress::parse(s.substr(dash + 1));
+            if (!first || !last || first->family != last->family) {
+                return missing(op, f, "a list of \"first-last\" ranges");
+            }
+            out.push_back({*first, *last});
+        }
+        return out;
+    }
+    Expected<Scope> scope() const {
+        Scope s;
+        auto e = j.find("etcd");
+        if (e == j.end() || !e->is_object()) return missing(op, "etcd", "ipam.etcd's object");
+        s.etcd = *e;
+        auto pool = text("pool");
+        auto node = text("node");
+        auto dir = text("stateDir");
+        if (!pool) return pool.error();
+        if (!node) return node.error();
+        if (!dir) return dir.error();
+        if (pool->empty() || node->empty() || dir->empty()) {
+            return missing(op, "pool, node and stateDir", "each not empty");
+        }
+        s.pool = *pool;
+        s.node = *node;
+        s.state_dir = *dir;
+        return s;
+    }
+    Expected<BlockGeometry> geometry() const {
+        BlockGeometry g;
+        auto c = cidr("cidr");
+        if (!c) return c.error();
+        auto p = number("blockPrefix", std::nullopt);
+        if (!p) return p.error();
+        if (*p < uint64_t(c->prefix) || *p > uint64_t(c->address.bits())) {
+            return missing(op, "blockPrefix", "a prefix length within the pool's CIDR");
+        }
+        auto u = ranges("usable");
+        if (!u) return u.error();
+        g.pool_cidr = *c;
+        g.block_prefix = int(*p);
+        g.usable = std::move(*u);
+        if (auto s = j.find("seen"); s != j.end() && !s->is_null()) {
+            if (!s->is_array()) return missing(op, "seen", "a list of block CIDRs");
+            for (const auto& b : *s) {
+                auto bc = b.is_string() ? engine::Cidr::parse(b.get<std::string>()) : std::nullopt;
+                if (!bc) return missing(op, "seen", "a list of block CIDRs");
+                g.seen.push_back(*bc);
+            }
+        }
+        return g;
+    }
+};
+
+// The answer JSON on the helper's stdout: the error it carries, or the object.
+Expected<json> answer_object(std::string_view text) {
+    json a = json::parse(text, nullptr, false);
+    if (a.is_discarded() || !a.is_object()) {
+        return make_error(Code::kInternal, "the cluster helper answered something that is not JSON",
+                          std::string(text));
+    }
+    if (a.contains("code")) {
+        const int code = a["code"].is_number_integer() ? a["code"].get<int>() : int(Code::kInternal);
+        return make_error(Code(code), a.value("msg", ""), a.value("details", ""));
+    }
+    return a;
+}
+
+Error unreadable_answer(const json& a) {
+    return make_error(Code::kInternal, "the cluster helper's answer lacks what its op answers",
+                      a.dump());
+}
+
+std::optional<engine::Cidr> optional_cidr(const json& a, const char* f) {
+    auto it = a.find(f);
+    if (it == a.end() || !it->is_string()) return std::nullopt;
+    return engine::Cidr::parse(it->get<std::string>());
+}
+
+}  // namespace
+
+std::string encode(const Request& r) {
+    json j{{"version", kVersion}};
+    std::visit([&](const auto& op) { j["op"] = op_name(op); }, r);
+    if (const auto* c = std::get_if<ClaimBlock>(&r)) {
+        put_scope(j, c->scope);
+        put_geometry(j, c->geometry);
+        j["maxBlocks"] = c->max_blocks;
+        if (c->address) j["address"] = c->address->to_string();
+        j["ahead"] = c->ahead;
+        j["lockHandedOver"] = c->lock_handed_over;
+    } else if (const auto* f = std::get_if<Refresh>(&r)) {
+        put_scope(j, f->scope);
+        put_geometry(j, f->geometry);
+    } else if (const auto* t = std::get_if<TakeFixed>(&r)) {
+        put_scope(j, t->scope);
+        j["usable"] = ranges_json(t->usable);
+        j["claimKey"] = t->claim_key;
+        j["lockHandedOver"] = t->lock_handed_over;
+    } else if (const auto* g = std::get_if<GiveUpFixed>(&r)) {
+        put_scope(j, g->scope);
+        j["claimKey"] = g->claim_key;
+        j["poolState"] = g->pool_state;
+        j["ifname"] = g->ifname;
+    } else if (const auto* b = std::get_if<ReleaseBlock>(&r)) {
+        put_scope(j, b->scope);
+        j["block"] = b->block.to_string();
+        j["poolState"] = b->pool_state;
+        j["minAgeS"] = b->min_age_s;
+    }
+    return j.dump();
+}
+
+Expected<Request> decode(std::string_view text) {
+    const json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return make_error(Code::kDecode, "the cluster helper reads a JSON object on stdin");
+    }
+    const auto version = j.find("version");
+    if (version == j.end() || !version->is_number_integer() || version->get<int>() != kVersion) {
+        return make_error(Code::kIncompatibleVersion,
+                          "the cluster helper speaks protocol version " +
+                              std::to_string(kVersion) + ", and the request is of version " +
+                              (version == j.end() ? std::string("none") : version->dump()),
+                          "install the plugin and shmipam-cluster of one release side by side "
+                          "(shmipamctl install puts both)");
+    }
+    const std::string op = j.value("op", "");
+    const Reader in{j, op};
+    auto scope = in.scope();
+    if (op == op_name(ClaimBlock{})) {
+        if (!scope) return scope.error();
+        ClaimBlock c;
+        c.scope = std::move(*scope);
+        auto g = in.geometry();
+        auto max = in.number("maxBlocks", 32);
+        auto ahead = in.flag("ahead");
+        auto handed = in.flag("lockHandedOver");
+        auto address = in.text("address", false);
+        if (!g) return g.error();
+        if (!max) return max.error();
+        if (!ahead) return ahead.error();
+        if (!handed) return handed.error();
+        if (!address) return address.error();
+        if (!address->empty()) {
+            c.address = engine::IpAddress::parse(*address);
+            if (!c.address) {
+                return make_error(Code::kRequestedAddressInvalid, "not an address: " + *address);
+            }
+        }
+        c.geometry = std::move(*g);
+        c.max_blocks = *max;
+        c.ahead = *ahead;
+        c.lock_handed_over = *handed;
+        return Request{std::move(c)};
+    }
+    if (op == op_name(Refresh{})) {
+        if (!scope) return scope.error();
+        auto g = in.geometry();
+        if (!g) return g.error();
+        return Request{Refresh{std::move(*scope), std::move(*g)}};
+    }
+    if (op == op_name(TakeFixed{})) {
+        if (!scope) return scope.error();
+        auto usable = in.ranges("usable");
+        auto key = in.text("claimKey");
+        auto handed = in.flag("lockHandedOver");
+        if (!usable) return usable.error();
+        if (!key) return key.error();
+        if (!handed) return handed.error();
+        return Request{TakeFixed{std::move(*scope), std::move(*usable), *key, *handed}};
+    }
+    if (op == op_name(GiveUpFixed{})) {
+        if (!scope) return scope.error();
+        auto key = in.text("claimKey");
+        auto state = in.text("poolState", false);
+        auto ifname = in.text("ifname", false);
+        if (!key) return key.error();
+        if (!state) return state.error();
+        if (!ifname) return ifname.error();
+        return Request{GiveUpFixed{std::move(*scope), *key, *state, *ifname}};
+    }
+    if (op == op_name(ReleaseBlock{})) {
+        if (!scope) return scope.error();
+        auto block = in.cidr("block");
+        auto state = in.text("poolState");
+        auto age = in.number("minAgeS", 300);
+        if (!block) return block.error();
+        if (!state) return state.error();
+        if (!age) return age.error();
+        return Request{ReleaseBlock{std::move(*scope), *block, *state, *age}};
+    }
+    return make_error(Code::kIncompatibleVersion,
+                      "the cluster helper knows no op \"" + op + "\" in protocol version " +
+                          std::to_string(kVersion),
+                      "install the plugin and shmipam-cluster of one release side by side");
+}
+
+json to_json(const BlockAnswer& a) {
+    json blocks = json::array();
+    for (const auto& b : a.blocks) blocks.push_back(b.to_string());
+    return {{"claimed", a.claimed ? json(a.claimed->to_string()) : json(nullptr)},
+            {"atCap", a.at_cap},
+            {"blocks", blocks}};
+}
+
+json to_json(const FixedAnswer& a) {
+    return {{"address", a.address.to_string()}, {"movedFrom", a.moved_from}};
+}
+
+json to_json(const GiveUpAnswer& a) {
+    return {{"released", a.released}};
+}
+
+json to_json(const ReleaseAnswer& a) {
+    return {{"released", a.released ? json(a.released->to_string()) : json(nullptr)},
+            {"why", a.why}};
+}
+
+json error_json(const Error& e) {
+    return {{"code", int(e.code)}, {"msg", e.msg}, {"details", e.details}};
+}
+
+Expected<BlockAnswer> block_answer(std::string_view text) {
+    auto a = answer_object(text);
+    if (!a) return a.error();
+    BlockAnswer out;
+    out.claimed = optional_cidr(*a, "claimed");
+    out.at_cap = a->value("atCap", false);
+    if (auto b = a->find("blocks"); b != a->end() && b->is_array()) {
+        for (const auto& c : *b) {
+            auto cidr = c.is_string() ? engine::Cidr::parse(c.get<std::string>()) : std::nullopt;
+            if (!cidr) return unreadable_answer(*a);
+            out.blocks.push_back(*cidr);
+        }
+    }
+    return out;
+}
+
+Expected<FixedAnswer> fixed_answer(std::string_view text) {
+    auto a = answer_object(text);
+    if (!a) return a.error();
+    auto address = engine::IpAddress::parse(a->value("address", ""));
+    if (!address) {
+        return make_error(Code::kInternal, "the cluster helper answered no address", a->dump());
+    }
+    return FixedAnswer{*address, a->value("movedFrom", "")};
+}
+
+Expected<GiveUpAnswer> give_up_answer(std::string_view text) {
+    auto a = answer_object(text);
+    if (!a) return a.error();
+    if (!a->contains("released") || !(*a)["released"].is_boolean()) return unreadable_answer(*a);
+    return GiveUpAnswer{(*a)["released"].get<bool>()};
+}
+
+Expected<ReleaseAnswer> release_answer(std::string_view text) {
+    auto a = answer_object(text);
+    if (!a) return a.error();
+    return ReleaseAnswer{optional_cidr(*a, "released"), a->value("why", "")};
+}
+
+}  // namespace shmipam::cluster::protocol

@@ -1,0 +1,259 @@
+#include "ipam/cluster_source.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <ctime>
+#include <set>
+
+#include "cluster/block_cache.h"
+#include "cluster/release_due.h"
+#include "engine/addr/fingerprint.h"
+#include "engine/inspect/inspect.h"
+#include "ipam/fixed_claim.h"
+#include "ipam/helper_exec.h"
+
+namespace shmipam::ipam {
+
+namespace protocol = cluster::protocol;
+
+cluster::NodeFiles node_files(const Request& r) {
+    return {r.network.data_dir + "/_cluster", r.network.run_dir + "/_cluster"};
+}
+
+pools::IpSet OwnBlocks::all() const {
+    pools::IpSet out = kept;
+    for (const auto& i : marked.intervals()) out.add(i.first, i.last);
+    return out;
+}
+
+Expected<OwnBlocks> in_own_blocks(const cluster::NodeFiles& files, const std::string& pool,
+                                  const pools::IpSet& usable) {
+    auto blocks = cluster::read_block_cache(files.block_cache(pool));
+    if (!blocks) return blocks.error();
+    std::set<std::string> marked;  // one getdents when none is
+    for (const auto& due : cluster::read_release_due(files.state_dir, pool)) {
+        marked.insert(due.block.to_string());
+    }
+    OwnBlocks out{pools::IpSet(usable.family()), pools::IpSet(usable.family())};
+    for (const auto& b : *blocks) {
+        if (b.cidr.address.family != usable.family()) continue;
+        pools::IpSet& to = marked.count(b.cidr.to_string()) ? out.marked : out.kept;
+        const pools::IpSet in_block = usable.intersect(b.cidr);
+        for (const auto& i : in_block.intervals()) to.add(i.first, i.last);
+    }
+    return out;
+}
+
+namespace {
+
+std::vector<protocol::AddressRange> ranges_of(const pools::IpSet& set) {
+    std::vector<protocol::AddressRange> out;
+    for (const auto& i : set.intervals()) {
+        out.push_back({{i.first, set.family()}, {i.last, set.family()}});
+    }
+    return out;
+}
+
+std::vector<engine::Cidr> cached_blocks(const cluster::NodeFiles& files, const std::string& pool) {
+    std::vector<engine::Cidr> out;
+    auto cached = cluster::read_block_cache(files.block_cache(pool));
+    for (const auto& b : cached ? *cached : std::vector<cluster::OwnedBlock>{}) {
+        out.push_back(b.cidr);
+    }
+    return out;
+}
+
+}  // namespace
+
+ClusterSource::ClusterSource(const Request& r)
+    : request_(r), mode_(*r.pools->cluster), files_(node_files(r)) {}
+
+protocol::Scope ClusterSource::scope(const std::string& pool) const {
+    return {mode_.etcd, pool, request_.pools->node_name, files_.state_dir};
+}
+
+protocol::BlockGeometry ClusterSource::geometry(const PoolTarget& t) const {
+    const int prefix = t.cidr.address.family == engine::Family::kV4
+                           ? request_.network.block_prefix_v4
+                           : request_.network.block_prefix_v6;
+    return {t.cidr, prefix, ranges_of(t.usable), cached_blocks(files_, t.pool)};
+}
+
+Expected<cluster::PoolLock> ClusterSource::lock_pool(const std::string& pool) const {
+    timespec started{};
+    ::clock_gettime(CLOCK_REALTIME, &started);
+    auto lock = cluster::PoolLock::acquire(files_.lock(pool),
+                                           cluster::kLockWaitBudgets * mode_.budget_ms);
+    if (!lock) return lock.error();
+    // ADDs piling up behind a helper that found etcd unreachable fail at once, each not waiting
+    // a budget of its own after every earlier one's (the helper, handed the lock, starts its
+    // clock after the wait and would not see it).
+    if (cluster::touched_since(files_.unavailable(pool), started)) {
+        return make_error(Code::kUnavailable,
+                          "etcd unavailable (found by another cluster helper on this node "
+                          "while this invocation waited; see its error for the endpoints)");
+    }
+    return lock;
+}
+
+bool ClusterSource::fixed_across_nodes(const std::string& pool) const {
+    return mode_.fixed_pools.count(pool) != 0;
+}
+
+void ClusterSource::prepare(const PoolTarget& t) {
+    const std::string marker = files_.reconciled(t.pool);
+    struct stat st {};
+    if (::stat(marker.c_str(), &st) == 0) return;
+    // Etcd found unreachable a short while ago: not asked again by every ADD (each would wait a
+    // budget); the cache serves meanwhile.
+    if (cluster::touched_within(files_.unavailable(t.pool), cluster::kUnavailableQuietS)) return;
+    const std::string req = protocol::encode(protocol::Refresh{scope(t.pool), geometry(t)});
+    auto out = run_helper(helper_path(mode_), req);
+    auto answer = out ? protocol::block_answer(*out) : Expected<protocol::BlockAnswer>(out.error());
+    if (!answer) {
+        // Not reconciled (etcd unreachable, say): the cache serves as it is until a later ADD
+        // gets through (or a block claim or release rewrites the cache from the store).
+        std::fprintf(stderr, "shmipam: the node's blocks of %s not checked against etcd: %s\n",
+                     t.pool.c_str(), answer.error().msg.c_str());
+        return;
+    }
+    cluster::make_dirs(files_.run_dir);
+    cluster::touch(marker);
+}
+
+Expected<std::vector<pools::IpSet>> ClusterSource::places(const PoolTarget& t, bool fixed) {
+    auto mine = in_own_blocks(files_, t.pool, t.usable);
+    if (!mine) return mine.error();
+    if (fixed) return std::vector<pools::IpSet>{mine->all()};
+    return std::vector<pools::IpSet>{mine->kept, mine->marked};
+}
+
+bool ClusterSource::still_serves(const std::string& pool,
+                                 const std::vector<engine::AllocatedAddress>& addresses) {
+    if (fixed_across_nodes(pool)) return true;
+    auto blocks = cluster::read_block_cache(files_.block_cache(pool));
+    if (!blocks) return false;
+    for (const auto& a : addresses) {
+        bool in = false;
+        for (const auto& b : *blocks) {
+            in = in || (b.cidr.address.family == a.address.family && b.cidr.contains(a.address));
+        }
+        if (!in) return false;
+    }
+    return true;
+}
+
+void ClusterSource::after_allocation(const PoolTarget& t, const pools::IpSet& places,
+                                     engine::NetworkStore& store) {
+    if (mode_.claim_ahead_percent == 0 || places.empty()) return;
+    const int bits = places.family() == engine::Family::kV4 ? 32 : 128;
+    const int prefix = places.family() == engine::Family::kV4 ? request_.network.block_prefix_v4
+                                                              : request_.network.block_prefix_v6;
+    const engine::u128 block_size = engine::u128{1} << (bits - prefix);
+    engine::u128 free = places.count();
+    for (const auto& i : places.intervals()) {
+        auto taken =
+            engine::hinted_taken(store, {i.first, places.family()}, {i.last, places.family()});
+        if (!taken) return;
+        free -= std::min<engine::u128>(free, *taken);
+    }
+    if (free * 100 > block_size * (100 - mode_.claim_ahead_percent)) return;
+    if (cluster::touched_within(files_.ahead_none(t.pool), cluster::kAheadNoneQuietS)) return;
+    // Held now, or not at all: another helper of the pool is at work, and its block will do.
+    auto lock = cluster::PoolLock::try_acquire(files_.lock(t.pool));
+    if (!lock) return;
+    protocol::ClaimBlock req{scope(t.pool), geometry(t), mode_.max_blocks};
+    req.ahead = true;
+    req.lock_handed_over = true;
+    spawn_detached(helper_path(mode_), protocol::encode(req), lock->fd());
+    // The lock stays with the helper, which shares the open file; ours closes with `lock`.
+}
+
+Expected<bool> ClusterSource::make_room(const PoolTarget& t,
+                                        const std::optional<engine::IpAddress>& wanted,
+                                        std::string* why) {
+    protocol::ClaimBlock req{scope(t.pool), geometry(t), mode_.max_blocks, wanted};
+    auto lock = lock_pool(t.pool);
+    if (!lock) return lock.error();
+    if (!wanted) {
+        std::set<std::string> seen;
+        for (const auto& b : req.geometry.seen) seen.insert(b.to_string());
+        for (const auto& b : cached_blocks(files_, t.pool)) {
+            // Another ADD's helper claimed it while this one waited.
+            if (seen.count(b.to_string()) == 0) return true;
+        }
+    }
+    req.lock_handed_over = true;
+    auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
+    if (!out) return out.error();
+    auto answer = protocol::block_answer(*out);
+    if (!answer) return answer.error();
+    if (!answer->claimed) {
+        *why = answer->at_cap ? "node " + request_.pools->node_name + " holds its maximum of " +
+                                    std::to_string(mode_.max_blocks) +
+                                    " blocks (ipam.maxBlocksPerNode)"
+                              : "no block of " + t.pool + " is left in the cluster";
+        return false;
+    }
+    return true;
+}
+
+Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const std::string& claim_key) {
+    auto lock = lock_pool(t.pool);
+    if (!lock) return lock.error();
+    protocol::TakeFixed req{scope(t.pool), ranges_of(t.usable), claim_key, true};
+    auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
+    if (!out) return out.error();
+    auto answer = protocol::fixed_answer(*out);
+    if (!answer) return answer.error();
+    return FixedTake{answer->address, std::make_shared<cluster::PoolLock>(std::move(*lock))};
+}
+
+Status ClusterSource::after_release(const Request& r, const std::string& pool,
+                                    const std::vector<engine::IpAddress>& released,
+                                    engine::Allocator& alloc, engine::NetworkStore& store) {
+    if (fixed_across_nodes(pool)) {
+        auto fixed = fixed_claim_of(r);
+        if (!fixed || !*fixed) return Ok{};
+        for (const auto& c : alloc.claims()) {
+            if (c.fp == engine::fingerprint((*fixed)->key, r.key.ifname)) return Ok{};  // kept
+        }
+        const protocol::GiveUpFixed req{scope(pool), (*fixed)->key, store.dir(), r.key.ifname};
+        auto out = run_helper(helper_path(mode_), protocol::encode(req));
+        if (!out) return out.error();
+        auto answer = protocol::give_up_answer(*out);
+        if (!answer) return answer.error();
+        return Ok{};
+    }
+    auto blocks = cluster::read_block_cache(files_.block_cache(pool));
+    if (!blocks || blocks->size() < 2) return Ok{};  // the node keeps one block per pool
+    const uint64_t now = uint64_t(std::time(nullptr));
+    for (const auto& a : released) {
+        for (const auto& b : *blocks) {
+            if (b.cidr.address.family != a.family || !b.cidr.contains(a)) continue;
+            auto in_use = engine::in_use_in_block(store, a);
+            if (in_use && *in_use == 0) {
+                // From when its addresses have cooled; the helper adds the block's minimum age.
+                cluster::write_release_due(files_.state_dir, pool, b.cidr,
+                                           now + (request_.network.reuse_delay_ms + 999) / 1000);
+            }
+        }
+    }
+    for (const cluster::ReleaseDue& due : cluster::read_release_due(files_.state_dir, pool)) {
+        if (due.due_unix_s > now) continue;
+        // The helper takes the pool lock itself, waiting while another helper of the pool (an
+        // ADD's block claim) holds it, so a release is never dropped for a busy lock. The mark
+        // moves on first, so that the DELs after this one do not start it again while it waits
+        // or if it cannot decide (etcd down, say); it removes or rewrites the mark when it does.
+        cluster::write_release_due(files_.state_dir, pool, due.block,
+                                   now + uint64_t(cluster::kReleaseRetryS));
+        const protocol::ReleaseBlock req{scope(pool), due.block, store.dir(),
+                                         mode_.block_min_age_s};
+        spawn_detached(helper_path(mode_), protocol::encode(req), -1);
+        return Ok{};  // one at a time: the next DEL starts the next
+    }
+    return Ok{};
+}
+
+}  // namespace shmipam::ipam

@@ -1,0 +1,20 @@
+// Whether an ADD is for a fixed address (docs/fixed-ips.md): the pod's facts through the rules of
+// pools/sticky.h, turned into the engine's fixed claim.
+#pragma once
+
+#include <optional>
+
+#include "base/status.h"
+#include "engine/ops/allocator.h"
+#include "ipam/request.h"
+
+namespace shmipam::ipam {
+
+// The pod's facts as the rules read them (pools/pod_facts.h).
+pools::PodFacts pod_facts(const Request& r);
+
+// The fixed claim this ADD's addresses are held by, or nullopt for an ordinary pod. An error
+// (120) when the pod asks for a static address it cannot have, or its policy cannot be read.
+Expected<std::optional<engine::ClaimSpec>> fixed_claim_of(const Request& r);
+
+}  // namespace shmipam::ipam

@@ -1,0 +1,26 @@
+// Running the cluster helper (shmipam-cluster): one request on its stdin, one answer on its
+// stdout (cluster/helper_protocol.h).
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "ipam/pool_config.h"
+
+namespace shmipam::ipam {
+
+// shmipam-cluster beside the running plugin, unless the config names one.
+std::string helper_path(const ClusterMode& cm);
+
+// Runs the helper with `input` on its stdin and waits for it: its stdout, or why it could not
+// run. `lock_fd` (>= 0): the pool lock, held, handed to the helper as its fd 3.
+Expected<std::string> run_helper(const std::string& path, const std::string& input,
+                                 int lock_fd = -1);
+
+// Starts the helper in its own session with `input` on stdin, /dev/null for its output, and
+// `lock_fd` (held; or -1: the helper waits for the lock) as its fd 3; never waited for: it
+// outlives the plugin, and the runtime, which waits for the plugin's output to close, does not
+// wait for it.
+void spawn_detached(const std::string& path, const std::string& input, int lock_fd);
+
+}  // namespace shmipam::ipam

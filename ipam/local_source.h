@@ -1,0 +1,36 @@
+// One node's pools (pool mode without ipam.etcd): a pool's whole allocatable set is the node's.
+#pragma once
+
+#include "ipam/address_source.h"
+
+namespace shmipam::ipam {
+
+class LocalSource final : public AddressSource {
+  public:
+    bool fixed_across_nodes(const std::string&) const override { return false; }
+    void prepare(const PoolTarget&) override {}
+    Expected<std::vector<pools::IpSet>> places(const PoolTarget& t, bool) override {
+        return std::vector<pools::IpSet>{t.usable};
+    }
+    bool still_serves(const std::string&, const std::vector<engine::AllocatedAddress>&) override {
+        return true;
+    }
+    void after_allocation(const PoolTarget&, const pools::IpSet&, engine::NetworkStore&) override {}
+    // A full pool stays full: no other node's addresses to make room with.
+    Expected<bool> make_room(const PoolTarget&, const std::optional<engine::IpAddress>&,
+                             std::string*) override {
+        return false;
+    }
+    int fill_rounds() const override { return 1; }
+    std::string where() const override { return ""; }
+    Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string&) override {
+        return make_error(Code::kInternal, "pool " + t.pool + " is not a fixed-address pool");
+    }
+    bool tracks_releases() const override { return false; }
+    Status after_release(const Request&, const std::string&, const std::vector<engine::IpAddress>&,
+                         engine::Allocator&, engine::NetworkStore&) override {
+        return Ok{};
+    }
+};
+
+}  // namespace shmipam::ipam

@@ -1,0 +1,54 @@
+// The pool-mode and cluster-mode parts of a network config's ipam section (docs/pools.md,
+// docs/cluster.md, "Configuration"): read here, beside what uses them; plugin/netconf.cpp reads
+// the rest.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "base/status.h"
+#include "engine/state/network_config.h"
+#include "pools/selection.h"
+
+namespace shmipam::ipam {
+
+// Cluster mode: the pools are shared by the nodes, cut into blocks a node claims in etcd through
+// the cluster helper; the plugin allocates inside its own blocks.
+struct ClusterMode {
+    nlohmann::json etcd;  // ipam.etcd, passed to the helper as written
+    uint64_t budget_ms = 0;  // ipam.etcd.budgetMs: bounds each store call, and so lock waits
+    uint64_t max_blocks = 32;  // ipam.maxBlocksPerNode
+    // ipam.claimAheadPercent: when the node's blocks of a pool are this full (free addresses
+    // under (100 - N)% of a block), an ADD starts the helper, detached, for the next block.
+    // 0: only when they are full.
+    uint64_t claim_ahead_percent = 75;
+    // ipam.blockMinAgeS: a block left with no address in use is given back to the cluster once
+    // it is this old (and its addresses have cooled down); the node keeps one block per pool.
+    uint64_t block_min_age_s = 300;
+    // ipam.fixedAddressPools: pools never cut into blocks, whose addresses are claimed one by
+    // one in etcd by StatefulSet pods' fixed claims (docs/cluster.md).
+    std::set<std::string> fixed_pools;
+    std::string helper;  // ipam.clusterHelper, else shmipam-cluster beside the plugin
+};
+
+// Pool mode (ipam.poolsDir): Spiderpool-style pools instead of ranges.
+struct PoolMode {
+    std::string pools_dir;
+    pools::PoolConfig config;
+    std::string node_name;  // ipam.nodeName, else the host name
+    std::optional<ClusterMode> cluster;
+};
+
+// nullopt without ipam.poolsDir. Code 7 for poolsDir beside ranges (one config, one mode), for
+// ipam.etcd without poolsDir, and for a field of the wrong type or value, naming it.
+Expected<std::optional<PoolMode>> parse_pool_mode(const nlohmann::json& doc,
+                                                  const nlohmann::json& ipam);
+
+// Cluster mode cuts pools into Calico's block sizes unless the config sets blockSize or
+// blockSizeV6: each block a node owns is one arena.
+void apply_cluster_block_sizes(const nlohmann::json& ipam, engine::NetworkConfig& network);
+
+}  // namespace shmipam::ipam
