@@ -2,6 +2,7 @@
 // or of all of them; and release --claim, the operator's manual deletion of a claim.
 #include "tools/render/claims.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "base/clock.h"
@@ -13,17 +14,17 @@ namespace shmipam::tools {
 namespace {
 
 // The networks a claims verb looks at: the one named, or every one under the run directory.
-Expected<std::vector<std::string>> claim_networks(const Options& o) {
-    if (!o.network.empty()) return std::vector<std::string>{o.network};
+Expected<std::vector<std::string>> claim_networks(const CommonOptions& common) {
+    if (!common.network.empty()) return std::vector<std::string>{common.network};
     std::string err;
-    auto names = networks_under(o.run_dir, &err);
+    auto names = networks_under(common.run_dir, &err);
     if (!err.empty()) return make_error(Code::kIo, err);
     return names;
 }
 
 // Whether the claim is the one of --claim (and --ifname). With the interface the claim is known
 // by its fingerprint; without it by its key, which an entry keeps cut at its field's size.
-bool names_claim(const Options& o, const engine::ClaimView& c) {
+bool names_claim(const ReleaseOptions& o, const engine::ClaimView& c) {
     for (const char* kind : {"sts:", "vm:"}) {
         const std::string prefix = kind + o.claim + "/";
         if (!o.ifname.empty()) {
@@ -40,33 +41,38 @@ bool names_claim(const Options& o, const engine::ClaimView& c) {
     return false;
 }
 
-}  // namespace
-
-int cmd_claims(const Options& o) {
-    auto names = claim_networks(o);
+int cmd_claims(const CommonOptions& common) {
+    auto names = claim_networks(common);
     if (!names) return cannot_read(names.error());
     std::vector<ClaimRow> rows;
     for (const auto& n : *names) {
-        Options one = o;
-        one.network = n;
-        auto store = open_network(one, shm::Access::kReadOnly);
+        auto store = open_network(common.run_dir, n, shm::Access::kReadOnly);
         if (!store) return cannot_read(store.error());
         engine::NetworkConfig none;
         for (auto& c : engine::Allocator(**store, none).claims()) rows.push_back({n, std::move(c)});
     }
     const uint64_t now = base::unix_ns() / 1'000'000'000;
-    std::cout << (o.json ? json_text(claims_json(rows, now)) : claims_text(rows, now));
+    std::cout << (common.json ? json_text(claims_json(rows, now)) : claims_text(rows, now));
     return kExitClean;
 }
 
-int release_claim(const Options& o) {
-    auto names = claim_networks(o);
+}  // namespace
+
+void register_claims(CLI::App& app, CommonOptions& common, int& exit_code) {
+    auto* verb = app.add_subcommand(
+        "claims", "fixed-address claims: who uses them, their policy, when they expire");
+    add_network_argument(*verb, common, false);
+    add_json_flag(*verb, common);
+    verb->callback([&common, &exit_code] { exit_code = cmd_claims(common); });
+}
+
+int release_claim(const CommonOptions& common, const ReleaseOptions& o) {
+    auto names = claim_networks(common);
     if (!names) return cannot_read(names.error());
     std::vector<ClaimRow> released, in_use;
     for (const auto& n : *names) {
-        Options one = o;
-        one.network = n;
-        auto store = open_network(one, o.apply ? shm::Access::kReadWrite : shm::Access::kReadOnly);
+        auto store = open_network(common.run_dir, n,
+                                  o.apply ? shm::Access::kReadWrite : shm::Access::kReadOnly);
         if (!store) return cannot_read(store.error());
         if (o.apply) (*store)->act_as_invocation();
         engine::NetworkConfig none;
@@ -84,11 +90,11 @@ int release_claim(const Options& o) {
             }
         }
     }
-    std::cout << (o.json ? json_text(released_claims_json(released, in_use, o.apply))
-                         : released_claims_text(released, in_use, o.apply));
+    std::cout << (common.json ? json_text(released_claims_json(released, in_use, o.apply))
+                              : released_claims_text(released, in_use, o.apply));
     if (released.empty() && in_use.empty()) {
         std::cerr << "shmipamctl: no claim named " << o.claim
-                  << (o.network.empty() ? " in any network" : " in " + o.network) << "\n";
+                  << (common.network.empty() ? " in any network" : " in " + common.network) << "\n";
         return kExitViolations;
     }
     return o.apply && in_use.empty() ? kExitClean : kExitViolations;

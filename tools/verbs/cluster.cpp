@@ -35,9 +35,12 @@ struct ClusterSetup {
     std::string node, data_dir, run_dir;
 };
 
-// The ipam section holding "etcd" in a network config or conflist (its "plugins").
-Expected<ClusterSetup> read_setup(const Options& o) {
-    auto config_text = read_input(o.cluster_config);
+// The ipam section holding "etcd" in a network config or conflist (its "plugins"). The node is
+// `node`, else the config's nodeName, else the host name; the run directory is the config's
+// runDir, else `run_dir`.
+Expected<ClusterSetup> read_setup(const std::string& config, const std::string& node,
+                                  const std::string& run_dir) {
+    auto config_text = read_input(config);
     if (!config_text) return config_text.error();
     const json doc = json::parse(*config_text, nullptr, false);
     const json* ipam = nullptr;
@@ -52,7 +55,7 @@ Expected<ClusterSetup> read_setup(const Options& o) {
     }
     if (ipam == nullptr || !ipam->contains("etcd")) {
         return make_error(Code::kInvalidConfig,
-                          o.cluster_config +
+                          config +
                               " is not a network config whose ipam section has \"etcd\" "
                               "(docs/cluster.md)");
     }
@@ -63,9 +66,9 @@ Expected<ClusterSetup> read_setup(const Options& o) {
     };
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
-    s.node = !o.node.empty() ? o.node : text("nodeName", host);
+    s.node = !node.empty() ? node : text("nodeName", host);
     s.data_dir = text("dataDir", "/var/lib/cni/networks");
-    s.run_dir = text("runDir", o.run_dir);
+    s.run_dir = text("runDir", run_dir);
     return s;
 }
 
@@ -73,10 +76,7 @@ Expected<ClusterSetup> read_setup(const Options& o) {
 std::map<std::string, uint64_t> local_use(const ClusterSetup& s, const std::string& pool,
                                           int prefix) {
     std::map<std::string, uint64_t> out;
-    Options one;
-    one.run_dir = s.run_dir;
-    one.network = "pool/" + pool;
-    auto store = open_network(one, shm::Access::kReadOnly);
+    auto store = open_network(s.run_dir, "pool/" + pool, shm::Access::kReadOnly);
     if (!store) return out;
     auto d = engine::dump(**store);
     if (!d) return out;
@@ -174,8 +174,8 @@ Expected<StoreView> read_store(const ClusterSetup& setup) {
 
 }  // namespace
 
-int cmd_cluster_ls(const Options& o) {
-    auto setup = read_setup(o);
+int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
+    auto setup = read_setup(o.config, o.node, common.run_dir);
     if (!setup) return cannot_read(setup.error());
     auto view = read_store(*setup);
     if (!view) return cannot_read(view.error());
@@ -253,13 +253,13 @@ int cmd_cluster_ls(const Options& o) {
     }
     size_t problems = 0;
     for (const auto& r : out) problems += !r.problem.empty();
-    std::cout << (o.json ? json_text(cluster_ls_json(setup->node, out))
-                         : cluster_ls_text(setup->node, out));
+    std::cout << (common.json ? json_text(cluster_ls_json(setup->node, out))
+                              : cluster_ls_text(setup->node, out));
     return problems == 0 ? kExitClean : kExitViolations;
 }
 
-int cmd_cluster_gc(const Options& o) {
-    auto setup = read_setup(o);
+int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
+    auto setup = read_setup(o.config, "", common.run_dir);
     if (!setup) return cannot_read(setup.error());
     auto live = live_nodes(o.live_nodes);
     if (!live) return cannot_read(live.error());
@@ -316,8 +316,8 @@ int cmd_cluster_gc(const Options& o) {
         }
         rows.push_back(std::move(r));
     }
-    std::cout << (o.json ? json_text(cluster_gc_json(rows, o.apply))
-                         : cluster_gc_text(rows, o.apply));
+    std::cout << (common.json ? json_text(cluster_gc_json(rows, o.apply))
+                              : cluster_gc_text(rows, o.apply));
     return !o.apply && !rows.empty() ? kExitViolations : kExitClean;
 }
 

@@ -14,10 +14,10 @@ int absent() {
 
 }  // namespace
 
-int cmd_cluster_ls(const Options&) {
+int cmd_cluster_ls(const CommonOptions&, const ClusterLsOptions&) {
     return absent();
 }
-int cmd_cluster_gc(const Options&) {
+int cmd_cluster_gc(const CommonOptions&, const ClusterGcOptions&) {
     return absent();
 }
 

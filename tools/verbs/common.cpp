@@ -1,6 +1,7 @@
 // What shmipamctl's verbs share: finding and opening networks, and saying what cannot be read.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -34,6 +35,17 @@ bool one_component(const std::string& n) {
 
 }  // namespace
 
+void add_network_argument(CLI::App& verb, CommonOptions& common, bool required) {
+    auto* argument =
+        verb.add_option("network", common.network,
+                        "network name; pool/<name> or subnet/<name> for a pool mode state");
+    if (required) argument->required();
+}
+
+void add_json_flag(CLI::App& verb, CommonOptions& common) {
+    verb.add_flag("--json", common.json, "print JSON");
+}
+
 bool valid_network_name(const std::string& n) {
     for (const char* kind : {"pool/", "subnet/"}) {
         if (n.rfind(kind, 0) == 0) return one_component(n.substr(std::strlen(kind)));
@@ -53,23 +65,24 @@ Expected<std::string> read_input(const std::string& path) {
     return ss.str();
 }
 
-std::string state_dir_of(const Options& o) {
+std::string state_dir_of(const std::string& run_dir, const std::string& network) {
     // Pool mode's states (docs/pools.md): pool/<name> and subnet/<name>.
-    if (o.network.rfind("pool/", 0) == 0)
-        return o.run_dir + "/_pools/ippool_" + o.network.substr(5);
-    if (o.network.rfind("subnet/", 0) == 0) {
-        return o.run_dir + "/_pools/subnet_" + o.network.substr(7);
+    if (network.rfind("pool/", 0) == 0) return run_dir + "/_pools/ippool_" + network.substr(5);
+    if (network.rfind("subnet/", 0) == 0) {
+        return run_dir + "/_pools/subnet_" + network.substr(7);
     }
-    return o.run_dir + "/" + o.network;
+    return run_dir + "/" + network;
 }
 
-Expected<std::unique_ptr<engine::NetworkStore>> open_network(const Options& o, shm::Access a) {
-    if (!valid_network_name(o.network)) {
-        return make_error(Code::kInvalidConfig, "invalid network name \"" + o.network + "\"");
+Expected<std::unique_ptr<engine::NetworkStore>> open_network(const std::string& run_dir,
+                                                             const std::string& network,
+                                                             shm::Access a) {
+    if (!valid_network_name(network)) {
+        return make_error(Code::kInvalidConfig, "invalid network name \"" + network + "\"");
     }
-    const std::string dir = state_dir_of(o);
+    const std::string dir = state_dir_of(run_dir, network);
     if (::access(dir.c_str(), F_OK) != 0) {
-        return make_error(Code::kIo, "no network \"" + o.network + "\" under " + o.run_dir);
+        return make_error(Code::kIo, "no network \"" + network + "\" under " + run_dir);
     }
     return engine::NetworkStore::open_existing(dir, a);
 }
@@ -99,10 +112,11 @@ std::vector<std::string> networks_under(const std::string& run_dir, std::string*
     return out;
 }
 
-int report_released(const Options& o, const Expected<std::vector<engine::ReleasedAttachment>>& r) {
+int report_released(bool json, bool apply,
+                    const Expected<std::vector<engine::ReleasedAttachment>>& r) {
     if (!r) return cannot_read(r.error());
-    std::cout << (o.json ? json_text(released_json(*r, o.apply)) : released_text(*r, o.apply));
-    return o.apply || r->empty() ? kExitClean : kExitViolations;
+    std::cout << (json ? json_text(released_json(*r, apply)) : released_text(*r, apply));
+    return apply || r->empty() ? kExitClean : kExitViolations;
 }
 
 }  // namespace shmipam::tools

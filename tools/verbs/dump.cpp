@@ -1,4 +1,5 @@
 // shmipamctl dump: every address that is not free and to whom, narrowed by the filters.
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "engine/inspect/inspect.h"
@@ -8,8 +9,15 @@
 
 namespace shmipam::tools {
 
-int cmd_dump(const Options& o) {
-    auto store = open_network(o, shm::Access::kReadOnly);
+namespace {
+
+// The filters: a slot is printed when it matches every one given.
+struct DumpOptions {
+    std::string state, container, pod, address;
+};
+
+int cmd_dump(const CommonOptions& common, const DumpOptions& o) {
+    auto store = open_network(common.run_dir, common.network, shm::Access::kReadOnly);
     if (!store) return cannot_read(store.error());
     auto d = engine::dump(**store);
     if (!d) return cannot_read(d.error());
@@ -26,8 +34,22 @@ int cmd_dump(const Options& o) {
         kept.push_back(s);
     }
     d->slots = std::move(kept);
-    std::cout << (o.json ? json_text(dump_to_json(*d)) : dump_to_table(*d));
+    std::cout << (common.json ? json_text(dump_to_json(*d)) : dump_to_table(*d));
     return kExitClean;
+}
+
+}  // namespace
+
+void register_dump(CLI::App& app, CommonOptions& common, int& exit_code) {
+    auto* verb = app.add_subcommand("dump", "every address that is not free, and to whom");
+    add_network_argument(*verb, common);
+    add_json_flag(*verb, common);
+    auto o = std::make_shared<DumpOptions>();
+    verb->add_option("--state", o->state, "only this state (allocated, cooling, claiming, ...)");
+    verb->add_option("--container", o->container, "only containers whose id starts so");
+    verb->add_option("--pod", o->pod, "only this pod (namespace/name)");
+    verb->add_option("--address", o->address, "only this address");
+    verb->callback([&common, o, &exit_code] { exit_code = cmd_dump(common, *o); });
 }
 
 }  // namespace shmipam::tools

@@ -3,6 +3,7 @@
 // would be tried in. Reads the pools directory itself (never a snapshot) and no state.
 #include "tools/render/explain.h"
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,14 @@ namespace shmipam::tools {
 using nlohmann::json;
 
 namespace {
+
+// The pod's facts and the config's pool fields (or config_file, a network config file).
+struct ExplainOptions {
+    std::string config_file, pools_dir, namespace_ = "default", pod, node, ifname = "eth0";
+    std::vector<std::string> annotations, labels, default_v4, default_v6;
+    bool clean_gateway = false;
+    std::string multus_namespace, multus_cluster_network;
+};
 
 // The pool fields of a CNI network config file (its "ipam" section).
 Status read_config(const std::string& path, ExplainOptions& e) {
@@ -88,10 +97,9 @@ Status split_pairs(const std::vector<std::string>& in, pools::Labels& out, const
     return Ok{};
 }
 
-}  // namespace
-
-int cmd_explain(const Options& o) {
-    ExplainOptions e = o.explain;
+// Reads common.json alone: explain reads the pools directory, never a run directory.
+int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
+    ExplainOptions e = o;
     if (!e.config_file.empty()) {
         if (auto st = read_config(e.config_file, e); !st) return cannot_read(st.error());
     }
@@ -113,8 +121,35 @@ int cmd_explain(const Options& o) {
     if (!e.multus_namespace.empty()) cfg.multus_namespace = e.multus_namespace;
     cfg.multus_cluster_network = e.multus_cluster_network;
     const pools::Selection s = pools::select_pools(*catalog, pod, cfg);
-    std::cout << (o.json ? json_text(explain_json(s, *catalog)) : explain_text(s, *catalog));
+    std::cout << (common.json ? json_text(explain_json(s, *catalog)) : explain_text(s, *catalog));
     return s.error ? kExitViolations : kExitClean;
+}
+
+}  // namespace
+
+void register_explain(CLI::App& app, CommonOptions& common, int& exit_code) {
+    auto* verb = app.add_subcommand(
+        "explain",
+        "pool mode: which pools a pod would get its addresses from and why, without creating "
+        "it (exit 1 when an ADD would fail)");
+    auto o = std::make_shared<ExplainOptions>();
+    verb->add_option("--config", o->config_file,
+                     "a CNI network config file: its poolsDir and pool fields, and the pod "
+                     "annotations and labels it carries");
+    verb->add_option("--pools-dir", o->pools_dir, "the pools directory");
+    verb->add_option("--namespace", o->namespace_, "the pod's namespace")->capture_default_str();
+    verb->add_option("--pod", o->pod, "the pod's name");
+    verb->add_option("--node", o->node, "the node the pod runs on");
+    verb->add_option("--ifname", o->ifname, "the interface being added")->capture_default_str();
+    verb->add_option("--annotation", o->annotations, "a pod annotation KEY=VALUE (repeat)");
+    verb->add_option("--label", o->labels, "a pod label KEY=VALUE (repeat)");
+    verb->add_option("--default-v4", o->default_v4, "default_ipv4_ippool (repeat)");
+    verb->add_option("--default-v6", o->default_v6, "default_ipv6_ippool (repeat)");
+    verb->add_flag("--clean-gateway", o->clean_gateway, "clean_gateway");
+    verb->add_option("--multus-namespace", o->multus_namespace, "multusNamespace");
+    verb->add_option("--multus-cluster-network", o->multus_cluster_network, "multusClusterNetwork");
+    add_json_flag(*verb, common);
+    verb->callback([&common, o, &exit_code] { exit_code = cmd_explain(common, *o); });
 }
 
 }  // namespace shmipam::tools

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -28,6 +29,13 @@
 namespace shmipam::tools {
 
 namespace {
+
+struct InstallOptions {
+    std::string from;  // where the binaries are (default: beside shmipamctl)
+    std::string cni_bin_dir, cni_conf_dir, conf;
+    bool force = false;           // replace a newer plugin
+    bool overwrite_conf = false;  // replace a conflist that differs
+};
 
 // The binaries a node needs, found beside shmipamctl (or in --from). The cluster helper is
 // installed when it is there (a build without it serves single-node and pool mode).
@@ -94,8 +102,6 @@ std::optional<std::string> conf_problem(const std::string& text) {
     }
     return "has no plugin whose ipam type is \"shmipam\"";
 }
-
-}  // namespace
 
 int cmd_install(const InstallOptions& o) {
     if (o.cni_bin_dir.empty() || o.cni_conf_dir.empty()) {
@@ -189,6 +195,26 @@ int cmd_install(const InstallOptions& o) {
         }
     }
     return refused ? kExitViolations : kExitClean;
+}
+
+}  // namespace
+
+// install reads none of the common options: it works on the CNI directories, not on state.
+void register_install(CLI::App& app, CommonOptions&, int& exit_code) {
+    auto* verb = app.add_subcommand(
+        "install",
+        "copy the plugin binaries into the CNI bin directory (each by a rename; a newer one "
+        "there is kept) and write a conflist unless one of its name is there");
+    auto o = std::make_shared<InstallOptions>();
+    verb->add_option("--cni-bin-dir", o->cni_bin_dir, "e.g. /opt/cni/bin")->required();
+    verb->add_option("--cni-conf-dir", o->cni_conf_dir, "e.g. /etc/cni/net.d")->required();
+    verb->add_option("--conf", o->conf, "the conflist to install (its file name kept)");
+    verb->add_option("--from", o->from,
+                     "where shmipam and shmipam-cluster are (default: beside shmipamctl)");
+    verb->add_flag("--force", o->force, "replace a newer plugin (a downgrade)");
+    verb->add_flag("--overwrite-conf", o->overwrite_conf,
+                   "replace a conflist of the same name that differs");
+    verb->callback([o, &exit_code] { exit_code = cmd_install(*o); });
 }
 
 }  // namespace shmipam::tools

@@ -1,5 +1,6 @@
 // shmipamctl ls: every network under the run directory, its blocks and utilisation. A network
 // that cannot be read is listed as such rather than hiding the others.
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "engine/inspect/inspect.h"
@@ -9,16 +10,16 @@
 
 namespace shmipam::tools {
 
-int cmd_ls(const Options& o) {
+namespace {
+
+int cmd_ls(const CommonOptions& common) {
     std::string err;
-    const auto names = networks_under(o.run_dir, &err);
+    const auto names = networks_under(common.run_dir, &err);
     if (!err.empty()) return cannot_read(err);
     std::vector<LsRow> rows;
     for (const auto& n : names) {
         LsRow row{n, {}, {}};
-        Options one = o;
-        one.network = n;
-        if (auto store = open_network(one, shm::Access::kReadOnly); !store) {
+        if (auto store = open_network(common.run_dir, n, shm::Access::kReadOnly); !store) {
             row.error = store.error().msg;
         } else if (auto d = engine::dump(**store); !d) {
             row.error = d.error().msg;
@@ -27,8 +28,16 @@ int cmd_ls(const Options& o) {
         }
         rows.push_back(std::move(row));
     }
-    std::cout << (o.json ? json_text(ls_json(rows)) : ls_text(rows));
+    std::cout << (common.json ? json_text(ls_json(rows)) : ls_text(rows));
     return kExitClean;
+}
+
+}  // namespace
+
+void register_ls(CLI::App& app, CommonOptions& common, int& exit_code) {
+    auto* verb = app.add_subcommand("ls", "networks, their blocks and utilisation");
+    add_json_flag(*verb, common);
+    verb->callback([&common, &exit_code] { exit_code = cmd_ls(common); });
 }
 
 }  // namespace shmipam::tools

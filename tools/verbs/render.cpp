@@ -1,5 +1,6 @@
 // shmipamctl render: an SVG map of a network's addresses; with --cidr, the blocks of the range
 // that nobody needed yet are drawn too (all free), so the map shows the whole range.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
 #include <set>
@@ -35,10 +36,12 @@ void add_unused_blocks(const engine::Cidr& c, int prefix, engine::NetworkDump& d
     });
 }
 
-}  // namespace
+struct RenderOptions {
+    std::string cidr;  // the network's whole range, or empty for the blocks it has
+};
 
-int cmd_render(const Options& o) {
-    auto store = open_network(o, shm::Access::kReadOnly);
+int cmd_render(const CommonOptions& common, const RenderOptions& o) {
+    auto store = open_network(common.run_dir, common.network, shm::Access::kReadOnly);
     if (!store) return cannot_read(store.error());
     auto d = engine::dump(**store);
     if (!d) return cannot_read(d.error());
@@ -52,6 +55,17 @@ int cmd_render(const Options& o) {
     }
     std::cout << render_svg(*d);
     return kExitClean;
+}
+
+}  // namespace
+
+void register_render(CLI::App& app, CommonOptions& common, int& exit_code) {
+    auto* verb = app.add_subcommand("render", "an SVG map of the network's addresses");
+    add_network_argument(*verb, common);
+    auto o = std::make_shared<RenderOptions>();
+    verb->add_option("--cidr", o->cidr,
+                     "the network's range: blocks not created yet are drawn free");
+    verb->callback([&common, o, &exit_code] { exit_code = cmd_render(common, *o); });
 }
 
 }  // namespace shmipam::tools

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -33,14 +34,16 @@ int set_index_aside(const std::string& index_path, const Error& why, bool apply)
     return kExitClean;
 }
 
-}  // namespace
+struct RepairOptions {
+    bool apply = false;
+};
 
-int cmd_repair(const Options& o) {
+int cmd_repair(const CommonOptions& common, const RepairOptions& o) {
     const bool apply = o.apply;
-    if (!valid_network_name(o.network)) {
-        return cannot_read("invalid network name \"" + o.network + "\"");
+    if (!valid_network_name(common.network)) {
+        return cannot_read("invalid network name \"" + common.network + "\"");
     }
-    const std::string dir = state_dir_of(o);
+    const std::string dir = state_dir_of(common.run_dir, common.network);
     auto store = engine::NetworkStore::open_existing(dir, shm::Access::kReadWrite);
     if (!store) {
         const Code c = store.error().code;
@@ -81,6 +84,19 @@ int cmd_repair(const Options& o) {
     }
     std::cout << verify_to_text(*after);
     return kExitClean;
+}
+
+}  // namespace
+
+void register_repair(CLI::App& app, CommonOptions& common, int& exit_code) {
+    auto* verb = app.add_subcommand(
+        "repair",
+        "heal what dead invocations left; retire damaged state so it is rebuilt from "
+        "the journal (dry run unless --apply)");
+    add_network_argument(*verb, common);
+    auto o = std::make_shared<RepairOptions>();
+    verb->add_flag("--apply", o->apply, "make the changes");
+    verb->callback([&common, o, &exit_code] { exit_code = cmd_repair(common, *o); });
 }
 
 }  // namespace shmipam::tools

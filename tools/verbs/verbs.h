@@ -1,5 +1,7 @@
-// shmipamctl's verbs (one file each in tools/verbs/), their options and exit codes, and the
-// helpers they share. A verb gathers data and picks a renderer; it never formats output itself.
+// shmipamctl's verbs (one file each in tools/verbs/), their exit codes, and the helpers they
+// share. Each verb file registers its subcommand: its flags, bound to options of its own, and a
+// callback that runs it. A verb gathers data and picks a renderer; it never formats output
+// itself.
 #pragma once
 
 #include <memory>
@@ -10,75 +12,74 @@
 #include "engine/ops/allocator.h"
 #include "engine/state/network_store.h"
 
+namespace CLI {
+class App;
+}
+
 namespace shmipam::tools {
 
 inline constexpr int kExitClean = 0;
 inline constexpr int kExitViolations = 1;  // also: "a dry run found work to do", "damage shown"
 inline constexpr int kExitCannotRead = 2;
 
-// explain: the pod's facts and the config's pool fields (or --config, a network config file).
-struct ExplainOptions {
-    std::string config_file, pools_dir, namespace_ = "default", pod, node, ifname = "eth0";
-    std::vector<std::string> annotations, labels, default_v4, default_v6;
-    bool clean_gateway = false;
-    std::string multus_namespace, multus_cluster_network;
-};
-
-// install (install.cpp): the plugin binaries and a conflist onto a node, as an install
-// container does.
-struct InstallOptions {
-    std::string from;  // where the binaries are (default: beside shmipamctl)
-    std::string cni_bin_dir, cni_conf_dir, conf;
-    bool force = false;           // replace a newer plugin
-    bool overwrite_conf = false;  // replace a conflist that differs
-};
-
-struct Options {
+// What most verbs read: the global --run-dir, and the network argument and --json of the verbs
+// that have them. One instance, main's: each verb binds its network argument and --json to it,
+// and only the verb given on the command line writes them.
+struct CommonOptions {
     std::string run_dir = "/run/shmipam";
     std::string network;
     bool json = false;
-    bool apply = false;
-    // dump filters
-    std::string state, container, pod, address;
-    // release / gc
-    std::string ifname;
-    std::string claim;  // release --claim <namespace>/<name>
-    bool force = false;
-    std::string valid_file;
-    double older_than_s = 0;
-    // metrics
-    std::string textfile_dir;
-    double every_s = 0;  // with textfile_dir: rewrite it this often until stopped
-    // render
-    std::string cidr;
-    // dump-file
-    std::string file;
-    ExplainOptions explain;
-    // cluster ls / gc
-    std::string cluster_config;  // the network config holding ipam.etcd
-    std::string node;            // this node's name, if not the config's nodeName
-    std::string live_nodes;      // gc: the names of the nodes that exist
 };
 
-int cmd_ls(const Options& o);
-int cmd_dump(const Options& o);
-int cmd_verify(const Options& o);
-int cmd_repair(const Options& o);
-int cmd_release(const Options& o);
-int cmd_gc(const Options& o);
-int cmd_stats(const Options& o);
-int cmd_metrics(const Options& o);
-int cmd_render(const Options& o);
-int cmd_dump_file(const Options& o);
-int cmd_explain(const Options& o);
-int cmd_claims(const Options& o);
-int cmd_cluster_ls(const Options& o);
-int cmd_cluster_gc(const Options& o);
-int cmd_install(const InstallOptions& o);
-// release --claim (claims.cpp).
-int release_claim(const Options& o);
+// Adds the verb's subcommand to `app`, its flags bound to `common` and to options of its own,
+// and a callback that runs it (after parsing, so with --run-dir read) and sets `exit_code`.
+using RegisterVerb = void (*)(CLI::App& app, CommonOptions& common, int& exit_code);
+
+void register_ls(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_dump(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_verify(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_repair(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_release(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_claims(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_gc(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_stats(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_metrics(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_render(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_dump_file(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_explain(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_install(CLI::App& app, CommonOptions& common, int& exit_code);
+
+// release (release.cpp); release --claim is claims.cpp's.
+struct ReleaseOptions {
+    std::string address, container, ifname, pod;
+    std::string claim;   // the fixed-address claim's <namespace>/<name>
+    bool force = false;  // with claim: also a claim in use
+    bool apply = false;
+};
+int release_claim(const CommonOptions& common, const ReleaseOptions& o);
+
+// cluster ls and cluster gc: their flags are the same in every build (cluster_command.cpp); what
+// they do is cluster.cpp's, or cluster_absent.cpp's in a build without an etcd client.
+struct ClusterLsOptions {
+    std::string config;  // the network config holding ipam.etcd
+    std::string node;    // this node's name, if not the config's nodeName
+};
+struct ClusterGcOptions {
+    std::string config;      // the network config holding ipam.etcd
+    std::string live_nodes;  // a file naming the nodes that exist, or - for stdin
+    bool apply = false;
+    bool force = false;  // also when live_nodes names none of the nodes owning blocks
+};
+int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o);
+int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o);
 
 // ---- shared by the verbs (common.cpp) ----
+
+// The verb's network argument, bound to common.network.
+void add_network_argument(CLI::App& verb, CommonOptions& common, bool required = true);
+// --json, bound to common.json.
+void add_json_flag(CLI::App& verb, CommonOptions& common);
 
 // A verb's input file, or stdin for "-".
 Expected<std::string> read_input(const std::string& path);
@@ -90,17 +91,21 @@ int cannot_read(const std::string& message);
 // A network name is one path component: no '/', no leading '.' (no "..", no hidden files).
 bool valid_network_name(const std::string& n);
 
-// Where o.network's state is: <run_dir>/<network>, or for pool mode's states (pool/<name>,
+// Where a network's state is: <run_dir>/<network>, or for pool mode's states (pool/<name>,
 // subnet/<name>) <run_dir>/_pools/ippool_<name> and subnet_<name>.
-std::string state_dir_of(const Options& o);
+std::string state_dir_of(const std::string& run_dir, const std::string& network);
 
-// The network o.network under o.run_dir; kIo when it does not exist.
-Expected<std::unique_ptr<engine::NetworkStore>> open_network(const Options& o, shm::Access a);
+// The network under run_dir; kIo when it does not exist.
+Expected<std::unique_ptr<engine::NetworkStore>> open_network(const std::string& run_dir,
+                                                             const std::string& network,
+                                                             shm::Access a);
 
 // The networks under run_dir (directories holding an index), sorted; *error says why not.
 std::vector<std::string> networks_under(const std::string& run_dir, std::string* error);
 
-// Prints what release or gc released (or would); a dry run that found work exits 1.
-int report_released(const Options& o, const Expected<std::vector<engine::ReleasedAttachment>>& r);
+// Prints what release or gc released (with apply) or would release, as JSON with json; a dry
+// run that found work exits 1.
+int report_released(bool json, bool apply,
+                    const Expected<std::vector<engine::ReleasedAttachment>>& r);
 
 }  // namespace shmipam::tools

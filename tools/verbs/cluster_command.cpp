@@ -1,0 +1,52 @@
+// shmipamctl cluster ls / cluster gc: their subcommands and flags, the same in every build so
+// that the image's static shmipamctl, which has no etcd client, answers the cluster verbs rather
+// than not knowing them. What they do is cluster.cpp's, or cluster_absent.cpp's.
+#include <CLI/CLI.hpp>
+
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+namespace {
+
+void add_config_option(CLI::App& verb, std::string& config) {
+    verb.add_option("--config", config,
+                    "the network config (or conflist) whose ipam section has etcd")
+        ->required();
+}
+
+}  // namespace
+
+void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
+    auto* cluster = app.add_subcommand(
+        "cluster", "cluster mode (docs/cluster.md): blocks in etcd and on this node");
+    cluster->require_subcommand(1);
+
+    auto* ls = cluster->add_subcommand(
+        "ls",
+        "blocks per pool and node as etcd says, beside this node's cache and arenas, with "
+        "disagreements flagged (exit 1 when there are some)");
+    auto ls_options = std::make_shared<ClusterLsOptions>();
+    add_config_option(*ls, ls_options->config);
+    add_json_flag(*ls, common);
+    ls->add_option("--node", ls_options->node, "this node's name (default: the config's)");
+    ls->callback(
+        [&common, ls_options, &exit_code] { exit_code = cmd_cluster_ls(common, *ls_options); });
+
+    auto* gc = cluster->add_subcommand(
+        "gc", "release the blocks of nodes that no longer exist (dry run unless --apply)");
+    auto gc_options = std::make_shared<ClusterGcOptions>();
+    add_config_option(*gc, gc_options->config);
+    add_json_flag(*gc, common);
+    gc->add_option("--live-nodes", gc_options->live_nodes,
+                   "the nodes that exist: a JSON list of names, `kubectl get nodes -o "
+                   "json`, or one name per line; - for stdin")
+        ->required();
+    gc->add_flag("--apply", gc_options->apply, "make the changes");
+    gc->add_flag("--force", gc_options->force,
+                 "also when the list names none of the nodes owning blocks");
+    gc->callback(
+        [&common, gc_options, &exit_code] { exit_code = cmd_cluster_gc(common, *gc_options); });
+}
+
+}  // namespace shmipam::tools
