@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench/exec_spawner.h"
+#include "cluster/helper_protocol.h"
 
 using nlohmann::json;
 using shmipam::bench::percentiles;
@@ -199,15 +200,14 @@ int main(int argc, char** argv) {
         for (size_t w = 0; w < c; ++w) {
             ts.emplace_back([&, w] {
                 const std::string node = "claimer-" + std::to_string(c) + "-" + std::to_string(w);
-                const json req{{"etcd", etcd},
-                               {"pool", "claims"},
-                               {"cidr", "10.128.0.0/9"},
-                               {"blockPrefix", 26},
-                               {"node", node},
-                               {"maxBlocks", 100000},
-                               {"stateDir", work + "/claims/" + node}};
+                shmipam::cluster::protocol::ClaimBlock req;
+                req.scope = {etcd, "claims", node, work + "/claims/" + node};
+                req.geometry.pool_cidr = *shmipam::engine::Cidr::parse("10.128.0.0/9");
+                req.geometry.block_prefix = 26;
+                req.max_blocks = 100000;
+                const std::string text = shmipam::cluster::protocol::encode(req);
                 for (size_t i = 0; i < claims; ++i) {
-                    auto r = spawn_and_wait(helper, {}, req.dump());
+                    auto r = spawn_and_wait(helper, {}, text);
                     std::lock_guard<std::mutex> lock(mu);
                     if (r.exit_code == 0) micros.push_back(r.micros);
                 }

@@ -28,7 +28,7 @@ allowed_for() {  # sets `allowed`
     ipam) allowed="base engine engine/* pools cluster ipam" ;;
     plugin) allowed="base engine engine/* pools ipam plugin" ;;
     tools) allowed="base shm engine engine/* pools cluster ipam tools" ;;
-    bench) allowed="base shm engine engine/* pools ipam plugin bench" ;;
+    bench) allowed="base shm engine engine/* pools cluster ipam plugin bench" ;;
     *) allowed="*" ;;  # tests/ and anything else may include anything
     esac
 }

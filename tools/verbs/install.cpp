@@ -37,13 +37,15 @@ struct InstallOptions {
     bool overwrite_conf = false;  // replace a conflist that differs
 };
 
-// The binaries a node needs, found beside shmipamctl (or in --from). The cluster helper is
+// The binaries a node needs, found beside shmipamctl (or in --from), in the order they are put
+// in place: the cluster helper before the plugin, so that a new plugin never runs beside an old
+// helper (whose protocol version it would not speak: cluster/helper_protocol.h). The helper is
 // installed when it is there (a build without it serves single-node and pool mode).
 struct Binary {
     const char* name;
     bool required;
 };
-constexpr Binary kBinaries[] = {{"shmipam", true}, {"shmipam-cluster", false}};
+constexpr Binary kBinaries[] = {{"shmipam-cluster", false}, {"shmipam", true}};
 
 std::string self_dir() {
     char self[PATH_MAX] = {};
@@ -166,7 +168,7 @@ int cmd_install(const InstallOptions& o) {
                   << (p.installed ? "was " + p.installed->text : std::string("new")) << ")\n";
     }
     // A cluster helper left from another release beside this plugin (the image ships none):
-    // they speak a JSON protocol that may have changed between them.
+    // the plugin's requests carry a protocol version the helper refuses when it is not its own.
     if (::access((from + "/shmipam-cluster").c_str(), F_OK) != 0 && plugin_version) {
         if (auto helper = read_whole(o.cni_bin_dir + "/shmipam-cluster")) {
             const auto v = find_build_version(*helper);
