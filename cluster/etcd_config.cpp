@@ -13,12 +13,14 @@ Expected<EtcdConfig> etcd_config_from_json(const nlohmann::json& j) {
                           "(docs/cluster.md)");
     }
     for (const auto& e : j["endpoints"]) {
-        if (!e.is_string()) return make_error(Code::kInvalidConfig, "ipam.etcd.endpoints[] must be a URL string");
+        if (!e.is_string())
+            return make_error(Code::kInvalidConfig, "ipam.etcd.endpoints[] must be a URL string");
         c.endpoints.push_back(e.get<std::string>());
     }
     for (const char* f : {"caFile", "certFile", "keyFile", "username", "password"}) {
         if (j.contains(f) && !j[f].is_string()) {
-            return make_error(Code::kInvalidConfig, std::string("ipam.etcd.") + f + " must be a string");
+            return make_error(Code::kInvalidConfig,
+                              std::string("ipam.etcd.") + f + " must be a string");
         }
     }
     for (const char* f : {"attemptTimeoutMs", "budgetMs"}) {

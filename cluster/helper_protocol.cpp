@@ -9,11 +9,21 @@ using nlohmann::json;
 namespace {
 
 // The op of each request struct, as written on the wire.
-constexpr const char* op_name(const ClaimBlock&) { return "claim-block"; }
-constexpr const char* op_name(const Refresh&) { return "refresh"; }
-constexpr const char* op_name(const TakeFixed&) { return "take-fixed"; }
-constexpr const char* op_name(const GiveUpFixed&) { return "give-up-fixed"; }
-constexpr const char* op_name(const ReleaseBlock&) { return "release-block"; }
+constexpr const char* op_name(const ClaimBlock&) {
+    return "claim-block";
+}
+constexpr const char* op_name(const Refresh&) {
+    return "refresh";
+}
+constexpr const char* op_name(const TakeFixed&) {
+    return "take-fixed";
+}
+constexpr const char* op_name(const GiveUpFixed&) {
+    return "give-up-fixed";
+}
+constexpr const char* op_name(const ReleaseBlock&) {
+    return "release-block";
+}
 
 std::string range_text(const AddressRange& r) {
     return r.first.to_string() + "-" + r.last.to_string();
@@ -92,8 +102,8 @@ struct Reader {
             const std::string s = r.get<std::string>();
             const size_t dash = s.find('-');
             auto first = engine::IpAddress::parse(s.substr(0, dash));
-            auto last = dash == std::string::npos ? first
-                                                  : engine::IpAddress::parse(s.substr(dash + 1));
+            auto last =
+                dash == std::string::npos ? first : engine::IpAddress::parse(s.substr(dash + 1));
             if (!first || !last || first->family != last->family) {
                 return missing(op, f, "a list of \"first-last\" ranges");
             }
@@ -154,7 +164,8 @@ Expected<json> answer_object(std::string_view text) {
                           std::string(text));
     }
     if (a.contains("code")) {
-        const int code = a["code"].is_number_integer() ? a["code"].get<int>() : int(Code::kInternal);
+        const int code =
+            a["code"].is_number_integer() ? a["code"].get<int>() : int(Code::kInternal);
         return make_error(Code(code), a.value("msg", ""), a.value("details", ""));
     }
     return a;
@@ -213,8 +224,8 @@ Expected<Request> decode(std::string_view text) {
     const auto version = j.find("version");
     if (version == j.end() || !version->is_number_integer() || version->get<int>() != kVersion) {
         return make_error(Code::kIncompatibleVersion,
-                          "the cluster helper speaks protocol version " +
-                              std::to_string(kVersion) + ", and the request is of version " +
+                          "the cluster helper speaks protocol version " + std::to_string(kVersion) +
+                              ", and the request is of version " +
                               (version == j.end() ? std::string("none") : version->dump()),
                           "install the plugin and shmipam-cluster of one release side by side "
                           "(shmipamctl install puts both)");

@@ -61,6 +61,8 @@ bool touched_since(const std::string& path, const timespec& since) {
     return after && fresh_mtime(st);
 }
 
+namespace {
+
 std::string first_line(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return {};
@@ -70,6 +72,20 @@ std::string first_line(const std::string& path) {
     if (n <= 0) return {};
     const std::string text(buf, size_t(n));
     return text.substr(0, text.find('\n'));
+}
+
+}  // namespace
+
+std::optional<Error> unavailable_since(const NodeFiles& files, const std::string& pool,
+                                       const timespec& since) {
+    const std::string marker = files.unavailable(pool);
+    if (!touched_since(marker, since)) return std::nullopt;
+    std::string why = first_line(marker);
+    if (why.empty()) why = "etcd unavailable";
+    return make_error(Code::kUnavailable,
+                      why +
+                          " (found by another cluster helper of this node while this "
+                          "invocation waited for the pool lock)");
 }
 
 Expected<PoolLock> PoolLock::acquire(const std::string& path, uint64_t wait_ms) {

@@ -69,8 +69,12 @@ void touch(const std::string& path, const std::string& text = "");
 bool touched_within(const std::string& path, time_t seconds);
 // Whether `path` was touched at or after `since` (a CLOCK_REALTIME reading).
 bool touched_since(const std::string& path, const timespec& since);
-// The first line of a marker file.
-std::string first_line(const std::string& path);
+// Code 50 with the message a helper left in `files.unavailable(pool)`, when it touched it at or
+// after `since` (while the caller waited for the pool lock): ADDs and helpers that pile up on a
+// node when etcd has no quorum each wait at most for the holder's budget, not for every
+// earlier one's as well.
+std::optional<Error> unavailable_since(const NodeFiles& files, const std::string& pool,
+                                       const timespec& since);
 
 // An exclusive flock on a pool's lock file, held while this lives (or by whoever shares the open
 // file it was handed to).

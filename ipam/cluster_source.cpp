@@ -83,17 +83,13 @@ protocol::BlockGeometry ClusterSource::geometry(const PoolTarget& t) const {
 Expected<cluster::PoolLock> ClusterSource::lock_pool(const std::string& pool) const {
     timespec started{};
     ::clock_gettime(CLOCK_REALTIME, &started);
-    auto lock = cluster::PoolLock::acquire(files_.lock(pool),
-                                           cluster::kLockWaitBudgets * mode_.budget_ms);
+    auto lock =
+        cluster::PoolLock::acquire(files_.lock(pool), cluster::kLockWaitBudgets * mode_.budget_ms);
     if (!lock) return lock.error();
     // ADDs piling up behind a helper that found etcd unreachable fail at once, each not waiting
     // a budget of its own after every earlier one's (the helper, handed the lock, starts its
     // clock after the wait and would not see it).
-    if (cluster::touched_since(files_.unavailable(pool), started)) {
-        return make_error(Code::kUnavailable,
-                          "etcd unavailable (found by another cluster helper on this node "
-                          "while this invocation waited; see its error for the endpoints)");
-    }
+    if (auto e = cluster::unavailable_since(files_, pool, started)) return *e;
     return lock;
 }
 
@@ -190,10 +186,10 @@ Expected<bool> ClusterSource::make_room(const PoolTarget& t,
     auto answer = protocol::block_answer(*out);
     if (!answer) return answer.error();
     if (!answer->claimed) {
-        *why = answer->at_cap ? "node " + request_.pools->node_name + " holds its maximum of " +
-                                    std::to_string(mode_.max_blocks) +
-                                    " blocks (ipam.maxBlocksPerNode)"
-                              : "no block of " + t.pool + " is left in the cluster";
+        *why = answer->at_cap
+                   ? "node " + request_.pools->node_name + " holds its maximum of " +
+                         std::to_string(mode_.max_blocks) + " blocks (ipam.maxBlocksPerNode)"
+                   : "no block of " + t.pool + " is left in the cluster";
         return false;
     }
     return true;

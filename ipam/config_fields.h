@@ -1,5 +1,6 @@
 // Typed readers of the network configuration's JSON fields, each answering a CNI error that
-// names the field and says what it must be (plugin/netconf.cpp and ipam/pool_config.cpp assemble them).
+// names the field and says what it must be (plugin/netconf.cpp and ipam/pool_config.cpp assemble
+// them).
 #pragma once
 
 #include <cstdint>

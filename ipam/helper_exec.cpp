@@ -54,7 +54,8 @@ Expected<std::string> run_helper(const std::string& path, const std::string& inp
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    if (lock_fd >= 0) posix_spawn_file_actions_adddup2(&fa, lock_fd, cluster::protocol::kHandedLockFd);
+    if (lock_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, lock_fd, cluster::protocol::kHandedLockFd);
     char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
     pid_t pid = -1;
     const int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv, environ);
@@ -101,7 +102,9 @@ void spawn_detached(const std::string& path, const std::string& input, int lock_
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    if (lock_fd >= 0) posix_spawn_file_actions_adddup2(&fa, lock_fd, cluster::protocol::kHandedLockFd);  // clears FD_CLOEXEC
+    if (lock_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, lock_fd,
+                                         cluster::protocol::kHandedLockFd);  // clears FD_CLOEXEC
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);

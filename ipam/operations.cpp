@@ -32,16 +32,14 @@ auto with_catalog(const Request& r, Upkeep& upkeep, Op op)
 
 Expected<AddResult> add(const Request& r, Upkeep& upkeep) {
     if (!r.pools) return ranges_add(r, upkeep);
-    return with_catalog(r, upkeep, [&](const pools::Catalog& c) {
-        return pool_add(r, c, *source_for(r), upkeep);
-    });
+    return with_catalog(
+        r, upkeep, [&](const pools::Catalog& c) { return pool_add(r, c, *source_for(r), upkeep); });
 }
 
 Status del(const Request& r, Upkeep& upkeep) {
     if (!r.pools) return ranges_del(r, upkeep);
-    return with_catalog(r, upkeep, [&](const pools::Catalog& c) {
-        return pool_del(r, c, *source_for(r), upkeep);
-    });
+    return with_catalog(
+        r, upkeep, [&](const pools::Catalog& c) { return pool_del(r, c, *source_for(r), upkeep); });
 }
 
 Status check(const Request& r, Upkeep& upkeep) {

@@ -100,7 +100,7 @@ struct FamilyAdd {
     engine::AddRequest request;  // its key's ifname is the NIC in messages
     std::string rule;            // the rule that gave the candidates, for messages
     std::vector<Answered> answered;
-    std::vector<size_t> holding;          // indexes into `opened` where the attachment is held
+    std::vector<size_t> holding;           // indexes into `opened` where the attachment is held
     std::vector<size_t> new_fixed_claims;  // of `holding`: where a fixed claim was made anew
 
     // The store of `state` (the one find_holdings opened, if it did: a store does not keep the
@@ -177,8 +177,9 @@ struct FamilyAdd {
             const bool last = round >= source.fill_rounds();
             if (*a == Attempt::kGivenBack) {
                 if (!last) continue;
-                return make_error(Code::kTryAgainLater, "this node's blocks of " + ch.candidate.name +
-                                                            " kept being given back during the ADD");
+                return make_error(Code::kTryAgainLater,
+                                  "this node's blocks of " + ch.candidate.name +
+                                      " kept being given back during the ADD");
             }
             if (last) {
                 reasons.push_back("all IP addresses used out of " + ch.candidate.name +
@@ -301,8 +302,8 @@ struct FamilyAdd {
 
 }  // namespace
 
-Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog,
-                             AddressSource& source, Upkeep& upkeep) {
+Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog, AddressSource& source,
+                             Upkeep& upkeep) {
     std::vector<OpenState> opened;
     auto fixed = fixed_claim_of(r);
     if (!fixed) return fixed.error();
@@ -345,15 +346,13 @@ Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog,
     }
 
     // Each family in turn; a family that cannot be served undoes the ones before it.
-    FamilyAdd add{r,
-                  catalog,
-                  source,
-                  opened,
-                  engine::AddRequest{r.key,
-                                     {},
-                                     {r.pod.namespace_, r.pod.name},
-                                     network_tag(r.network.name)},
-                  pools::describe(sel.rule)};
+    FamilyAdd add{
+        r,
+        catalog,
+        source,
+        opened,
+        engine::AddRequest{r.key, {}, {r.pod.namespace_, r.pod.name}, network_tag(r.network.name)},
+        pools::describe(sel.rule)};
     add.request.claim = *fixed;
     for (const pools::FamilyPlan& fam : sel.families) {
         std::optional<IpAddress> wanted;
@@ -380,8 +379,7 @@ Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog,
             }
         }
     }
-    AddResult out =
-        pool_result(r, catalog, add.answered, sel.clean_gateway, sel.annotation_routes);
+    AddResult out = pool_result(r, catalog, add.answered, sel.clean_gateway, sel.annotation_routes);
     keep_states(upkeep, opened);
     return out;
 }

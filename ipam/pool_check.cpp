@@ -14,9 +14,9 @@ Status pool_check(const Request& r, const pools::Catalog& catalog, Upkeep& upkee
         for (const auto& a : h.addresses) held.push_back(a.address);
     }
     if (held.empty()) {
-        return make_error(Code::kCheckNoAllocation,
-                          "no address is allocated to container " + r.key.container_id +
-                              " interface " + r.key.ifname + " in any pool");
+        return make_error(Code::kCheckNoAllocation, "no address is allocated to container " +
+                                                        r.key.container_id + " interface " +
+                                                        r.key.ifname + " in any pool");
     }
     // Addresses of our pools and subnets are ours to check; others are another plugin's.
     const auto ours = [&](const engine::IpAddress& a) {

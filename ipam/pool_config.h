@@ -18,8 +18,8 @@ namespace shmipam::ipam {
 // Cluster mode: the pools are shared by the nodes, cut into blocks a node claims in etcd through
 // the cluster helper; the plugin allocates inside its own blocks.
 struct ClusterMode {
-    nlohmann::json etcd;  // ipam.etcd, passed to the helper as written
-    uint64_t budget_ms = 0;  // ipam.etcd.budgetMs: bounds each store call, and so lock waits
+    nlohmann::json etcd;       // ipam.etcd, passed to the helper as written
+    uint64_t budget_ms = 0;    // ipam.etcd.budgetMs: bounds each store call, and so lock waits
     uint64_t max_blocks = 32;  // ipam.maxBlocksPerNode
     // ipam.claimAheadPercent: when the node's blocks of a pool are this full (free addresses
     // under (100 - N)% of a block), an ADD starts the helper, detached, for the next block.
@@ -47,8 +47,10 @@ struct PoolMode {
 Expected<std::optional<PoolMode>> parse_pool_mode(const nlohmann::json& doc,
                                                   const nlohmann::json& ipam);
 
-// Cluster mode cuts pools into Calico's block sizes unless the config sets blockSize or
-// blockSizeV6: each block a node owns is one arena.
-void apply_cluster_block_sizes(const nlohmann::json& ipam, engine::NetworkConfig& network);
+// The block sizes of the mode: cluster mode cuts pools into Calico's (/26, /122) unless the
+// config sets blockSize or blockSizeV6, since each block a node owns is one arena; the other
+// modes keep what parse_state_knobs read.
+void apply_block_size_defaults(const nlohmann::json& ipam, const std::optional<PoolMode>& pools,
+                               engine::NetworkConfig& network);
 
 }  // namespace shmipam::ipam

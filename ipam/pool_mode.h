@@ -14,8 +14,8 @@ namespace shmipam::ipam {
 
 // A repeated ADD answers what the attachment holds, wherever it is; otherwise each family's
 // candidate pools in order, falling through past one that cannot serve (ipam/pool_add.cpp).
-Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog,
-                             AddressSource& source, Upkeep& upkeep);
+Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog, AddressSource& source,
+                             Upkeep& upkeep);
 // Every pool state of the node, whatever the pools directory says now: each is tried, and the
 // first error returned (the runtime retries; the others are done).
 Status pool_del(const Request& r, const pools::Catalog& catalog, AddressSource& source,

@@ -109,8 +109,7 @@ void allocate_from(engine::NetworkConfig& cfg, const Cidr& subnet,
     cfg.index_capacity = capacity_of(subnet);
 }
 
-std::unique_ptr<engine::NetworkConfig> allocating_config(const Request& r,
-                                                         const std::string& state,
+std::unique_ptr<engine::NetworkConfig> allocating_config(const Request& r, const std::string& state,
                                                          const Cidr& subnet,
                                                          const std::optional<IpAddress>& gateway,
                                                          const pools::IpSet& allocatable) {

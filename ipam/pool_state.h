@@ -24,8 +24,7 @@ std::string object_name_of_state(const std::string& state);
 // tmpfs keep it), they are the answer without listing the directory: an ADD's common case, one
 // pool per node, in two stats instead of four system calls. Any other link count (btrfs keeps
 // 1 for every directory) lists it.
-std::vector<std::string> pool_states(const Request& r,
-                                     const std::vector<std::string>& likely = {});
+std::vector<std::string> pool_states(const Request& r, const std::vector<std::string>& likely = {});
 
 // Makes `cfg` allocate from `allocatable` of a pool or subnet (its ranges and index size).
 void allocate_from(engine::NetworkConfig& cfg, const engine::Cidr& subnet,

@@ -22,7 +22,8 @@ Status check_against_prev_result(const std::vector<engine::IpAddress>& held,
             return make_error(Code::kDecode, "prevResult.ips[].address must be a string");
         }
         auto c = engine::Cidr::parse(ip["address"].get<std::string>());
-        if (!c) return make_error(Code::kDecode, "invalid prevResult address " + ip["address"].dump());
+        if (!c)
+            return make_error(Code::kDecode, "invalid prevResult address " + ip["address"].dump());
         if (ours(c->address)) listed.insert({int(c->address.family), c->address.value});
     }
     if (allocated == listed) return Ok{};

@@ -16,8 +16,8 @@ namespace {
 // Runs `op` on the network's opened state, which is kept until the process exits; one whose
 // append reached a segment's compaction check is compacted once the answer is out.
 template <typename Op>
-auto on_network(const Request& r, Upkeep& upkeep, Op op) -> decltype(op(
-    std::declval<engine::Allocator&>())) {
+auto on_network(const Request& r, Upkeep& upkeep, Op op)
+    -> decltype(op(std::declval<engine::Allocator&>())) {
     auto store = engine::open_network(r.network);
     if (!store) return store.error();
     std::shared_ptr<engine::NetworkStore> kept(std::move(*store));

@@ -31,8 +31,8 @@ struct Request {
     // Ranges mode: the network's range sets, directories and knobs. Pool mode: its directories
     // and knobs (each pool state is opened with a copy of it).
     engine::NetworkConfig network;
-    std::optional<PoolMode> pools;    // ipam.poolsDir: pool mode
-    bool statefulset_fixed_ip = false;  // ipam.statefulSetFixedIP (docs/fixed-ips.md)
+    std::optional<PoolMode> pools;                    // ipam.poolsDir: pool mode
+    bool statefulset_fixed_ip = false;                // ipam.statefulSetFixedIP (docs/fixed-ips.md)
     nlohmann::json routes = nlohmann::json::array();  // ipam.routes, handed back as configured
     std::vector<engine::IpAddress> requested;         // ADD: the addresses asked for
     nlohmann::json prev_result;  // CHECK: the result it compares with (ipam/prev_result.h)

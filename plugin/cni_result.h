@@ -17,7 +17,6 @@ namespace shmipam::cni {
 nlohmann::json make_result(const std::string& cni_version, const ipam::AddResult& result,
                            const nlohmann::json& dns);
 
-
 nlohmann::json make_error_json(const std::string& cni_version, const Error& e);
 
 nlohmann::json make_version_json();

@@ -300,7 +300,7 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
         nc.statefulset_fixed_ip = it->get<bool>();
     }
     if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
-    if (nc.pool_mode && nc.pool_mode->cluster) ipam::apply_cluster_block_sizes(ipam, nc.network);
+    ipam::apply_block_size_defaults(ipam, nc.pool_mode, nc.network);
     if (auto st = parse_routes(ipam, nc); !st) return st.error();
     if (auto st = parse_requested(doc, runtime, args, nc); !st) return st.error();
     if (auto p = doc.find("prevResult"); p != doc.end() && !p->is_null()) nc.prev_result = *p;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "engine/ops/allocator.h"
-#include "ipam/pool_config.h"
 #include "engine/state/network_config.h"
+#include "ipam/pool_config.h"
 #include "plugin/cni_args.h"
 #include "pools/pod_facts.h"
 
@@ -30,9 +30,9 @@ struct NetConf {
     nlohmann::json prev_result;              // CHECK
     std::optional<std::vector<engine::AttachmentKey>> valid_attachments;  // GC
     std::optional<ipam::PoolMode> pool_mode;  // ipam.poolsDir (ipam/pool_config.h)
-    pools::Labels pod_annotations;      // runtimeConfig "io.kubernetes.cri.pod-annotations"
-    pools::Labels pod_labels;           // args.cni.labels ([{key, value}], CNI conventions)
-    bool statefulset_fixed_ip = false;  // ipam.statefulSetFixedIP (docs/fixed-ips.md)
+    pools::Labels pod_annotations;            // runtimeConfig "io.kubernetes.cri.pod-annotations"
+    pools::Labels pod_labels;                 // args.cni.labels ([{key, value}], CNI conventions)
+    bool statefulset_fixed_ip = false;        // ipam.statefulSetFixedIP (docs/fixed-ips.md)
 };
 
 // Just the version, for error output and the version gate (code 1 when unsupported).

@@ -108,18 +108,16 @@ int take_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& pre
 int give_up_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& prefix,
                   const protocol::GiveUpFixed& r) {
     cluster::FixedClaims claims(etcd, prefix);
-    auto done = claims.give_up(r.scope.pool, r.claim_key, r.scope.node, [&] {
-        return unheld_here(r.pool_state, r.claim_key, r.ifname);
-    });
+    auto done = claims.give_up(r.scope.pool, r.claim_key, r.scope.node,
+                               [&] { return unheld_here(r.pool_state, r.claim_key, r.ifname); });
     if (!done) return run.fail(done.error());
     return run.answer(protocol::to_json(protocol::GiveUpAnswer{*done}));
 }
 
 // ClaimBlock and Refresh: a block claimed (or none, with Refresh), then the node's block cache
 // rewritten from the store.
-int claim_or_refresh(const Run& run, cluster::BlockStore& store,
-                     std::vector<cluster::Block> owned, const protocol::BlockGeometry& g,
-                     const protocol::ClaimBlock* claim) {
+int claim_or_refresh(const Run& run, cluster::BlockStore& store, std::vector<cluster::Block> owned,
+                     const protocol::BlockGeometry& g, const protocol::ClaimBlock* claim) {
     const protocol::Scope& s = run.scope;
     if (auto st = store.check_geometry(s.pool, g.pool_cidr, g.block_prefix); !st) {
         return run.fail(st.error());
@@ -212,13 +210,7 @@ int serve(const protocol::Request& req) {
     // A helper that waited for the lock while the one holding it found etcd unreachable fails
     // at once with that answer: ADDs that pile up on a node when etcd has no quorum each wait at
     // most for the holder's budget, not for every earlier one's as well.
-    const std::string unavailable = run.files.unavailable(scope.pool);
-    if (cluster::touched_since(unavailable, started)) {
-        return run.fail(make_error(Code::kUnavailable,
-                                   cluster::first_line(unavailable) +
-                                       " (found by another helper of this node while this one "
-                                       "waited)"));
-    }
+    if (auto e = cluster::unavailable_since(run.files, scope.pool, started)) return run.fail(*e);
     run.marks_unavailable = true;
     cluster::EtcdClient etcd(*cfg);
     const std::string prefix = cluster::etcd_prefix(scope.etcd);
@@ -260,7 +252,7 @@ int main() {
         return serve(*req);
     } catch (const std::exception& e) {
         // Every answer is a CNI error the plugin can pass on, never a crash with no answer.
-        return fail_before_scope(make_error(Code::kInternal,
-                                            std::string("the cluster helper failed: ") + e.what()));
+        return fail_before_scope(
+            make_error(Code::kInternal, std::string("the cluster helper failed: ") + e.what()));
     }
 }

@@ -73,7 +73,8 @@ Expected<ReleaseAnswer> release_block(const cluster::protocol::ReleaseBlock& r,
         return Ok{};
     });
     if (!held) {
-        cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block, now + uint64_t(cluster::kReleaseRetryS));
+        cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block,
+                                   now + uint64_t(cluster::kReleaseRetryS));
         return held.error();
     }
     if (held->in_use) return forget("an address of it is in use again");

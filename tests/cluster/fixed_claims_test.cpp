@@ -1,10 +1,10 @@
 // Fixed-address claims against a real 3-member etcd (cluster/fixed_claims.h): deterministic
 // two-writer interleavings at the one step where two nodes starting the same pod can cross.
 #include "cluster/fixed_claims.h"
-#include "cluster/key_schema.h"
 
 #include <gtest/gtest.h>
 
+#include "cluster/key_schema.h"
 #include "tests/support/three_etcd_members.h"
 
 namespace shmipam::cluster {

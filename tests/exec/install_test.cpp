@@ -124,7 +124,8 @@ TEST_F(Install, TheClusterHelperIsPutInPlaceBeforeThePlugin) {
     ASSERT_NE(helper, std::string::npos) << r.out;
     ASSERT_NE(plugin, std::string::npos) << r.out;
     EXPECT_LT(helper, plugin) << r.out;
-    EXPECT_EQ(read_file(dir.sub("bin/shmipam-cluster")), read_file(dir.sub("from/shmipam-cluster")));
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam-cluster")),
+              read_file(dir.sub("from/shmipam-cluster")));
 }
 
 TEST_F(Install, ABadConflistOrNoPluginIsRefusedBeforeAnythingChanges) {

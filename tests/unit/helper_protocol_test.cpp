@@ -1,11 +1,11 @@
 // The plugin/helper protocol (cluster/helper_protocol.h): every op survives encode and decode
 // whole; a request of another version, an unknown op or a missing field is refused with the
 // code that says which; an answer that carries an error is that error.
+#include "cluster/helper_protocol.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
-#include "cluster/helper_protocol.h"
 
 namespace shmipam::cluster::protocol {
 namespace {
@@ -92,8 +92,8 @@ TEST(HelperProtocol, AnotherVersionOrAnUnknownOpIsRefusedWithCodeOne) {
 }
 
 TEST(HelperProtocol, AMissingOrMistypedFieldIsRefusedNamingIt) {
-    json j = json::parse(encode(Request{ReleaseBlock{scope(), *engine::Cidr::parse("10.1.0.0/26"),
-                                                     "/run/p", 1}}));
+    json j = json::parse(
+        encode(Request{ReleaseBlock{scope(), *engine::Cidr::parse("10.1.0.0/26"), "/run/p", 1}}));
     j.erase("block");
     auto r = decode(j.dump());
     ASSERT_FALSE(r);
@@ -115,8 +115,8 @@ TEST(HelperProtocol, AnAnswerCarryingAnErrorIsThatErrorAndNonsenseIsInternal) {
     EXPECT_EQ(e.error().msg, "etcd unavailable");
     EXPECT_EQ(fixed_answer("{}").error().code, Code::kInternal);
     EXPECT_EQ(give_up_answer("[1]").error().code, Code::kInternal);
-    BlockAnswer a{engine::Cidr::parse("10.1.0.64/26"), false,
-                  {*engine::Cidr::parse("10.1.0.64/26")}};
+    BlockAnswer a{
+        engine::Cidr::parse("10.1.0.64/26"), false, {*engine::Cidr::parse("10.1.0.64/26")}};
     auto back = block_answer(to_json(a).dump());
     ASSERT_TRUE(back);
     EXPECT_EQ(back->claimed->to_string(), "10.1.0.64/26");

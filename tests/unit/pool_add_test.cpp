@@ -88,8 +88,7 @@ class FakeBlockSource final : public AddressSource {
     }
 };
 
-std::string pool_yaml(const std::string& name, const std::string& subnet,
-                      const std::string& ips) {
+std::string pool_yaml(const std::string& name, const std::string& subnet, const std::string& ips) {
     return "---\napiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\nmetadata:\n"
            "  name: " +
            name + "\nspec:\n  subnet: " + subnet + "\n  ips: [\"" + ips + "\"]\n";
@@ -149,7 +148,8 @@ TEST_F(PoolAdd, APoolWithNoRoomFallsThroughToTheNextCandidate) {
     auto out = add("c1");
     ASSERT_TRUE(out) << out.error().msg;
     ASSERT_EQ(out->ips.size(), 1u);
-    EXPECT_TRUE(cidr("10.8.0.0/28").contains(out->ips[0].address)) << out->ips[0].address.to_string();
+    EXPECT_TRUE(cidr("10.8.0.0/28").contains(out->ips[0].address))
+        << out->ips[0].address.to_string();
     EXPECT_EQ(out->ips[0].prefix, 24);
 }
 
