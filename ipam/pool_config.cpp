@@ -1,6 +1,10 @@
 #include "ipam/pool_config.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "cluster/etcd_config.h"
 #include "ipam/config_fields.h"
@@ -11,6 +15,35 @@ using nlohmann::json;
 using namespace config_fields;  // NOLINT(google-build-using-namespace): the field readers
 
 namespace {
+
+// The node's name as Kubernetes knows it, from the file the install container writes (Calico's
+// /var/lib/calico/nodename convention): the first line, trimmed. Code 7 saying how to set it.
+Expected<std::string> read_node_name_file(const std::string& path) {
+    const std::string how =
+        "cluster mode needs this node's name as its Node object has it: set ipam.nodeName in the "
+        "network config, or write it to " +
+        path +
+        " (ipam.nodeNameFile; the DaemonSet's install container writes spec.nodeName there: "
+        "shmipamctl install --node-name)";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return make_error(Code::kInvalidConfig, how, path + ": " + std::strerror(errno));
+    }
+    char buf[kMaxNodeNameBytes + 2];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    std::string name(buf, n > 0 ? size_t(n) : 0);
+    name = name.substr(0, name.find('\n'));
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\r' || name.back() == '\t')) {
+        name.pop_back();
+    }
+    if (name.empty() || name.size() > kMaxNodeNameBytes ||
+        name.find_first_of(" /\t") != std::string::npos) {
+        return make_error(Code::kInvalidConfig, how,
+                          path + " holds no node name (one line, a Kubernetes node name)");
+    }
+    return name;
+}
 
 Expected<std::vector<std::string>> name_list(const json& ipam, const char* key) {
     std::vector<std::string> out;
@@ -62,7 +95,17 @@ Expected<std::optional<PoolMode>> parse_pool_mode_fields(const json& doc, const 
     auto node = opt_string(ipam, "nodeName", "ipam.");
     if (!node) return node.error();
     pm.node_name = *node;
-    if (pm.node_name.empty()) {
+    const bool cluster = ipam.contains("etcd") && !ipam["etcd"].is_null();
+    if (pm.node_name.empty() && cluster) {
+        // The name the store and `cluster gc` know the node by must be the Node object's: a
+        // host name differs from it in case or domain, and a gc would take a live node's blocks.
+        auto file = opt_string(ipam, "nodeNameFile", "ipam.");
+        if (!file) return file.error();
+        auto named = read_node_name_file(file->empty() ? kDefaultNodeNameFile : *file);
+        if (!named) return named.error();
+        pm.node_name = *named;
+    } else if (pm.node_name.empty()) {
+        // Pool mode on one node: the name only selects by node affinity.
         char host[256] = {};
         if (::gethostname(host, sizeof host - 1) == 0) pm.node_name = host;
     }

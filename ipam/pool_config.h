@@ -35,10 +35,18 @@ struct ClusterMode {
 };
 
 // Pool mode (ipam.poolsDir): Spiderpool-style pools instead of ranges.
+// Where the install container writes the node's name (ipam.nodeNameFile changes it).
+inline constexpr const char* kDefaultNodeNameFile = "/var/lib/shmipam/nodename";
+// A Kubernetes node name is a DNS subdomain: at most 253 bytes.
+inline constexpr size_t kMaxNodeNameBytes = 253;
+
 struct PoolMode {
     std::string pools_dir;
     pools::PoolConfig config;
-    std::string node_name;  // ipam.nodeName, else the host name
+    // ipam.nodeName; in cluster mode else the first line of ipam.nodeNameFile (never the host
+    // name: the store and `cluster gc` must know the node by its Node object's name); in pool
+    // mode on one node else the host name.
+    std::string node_name;
     std::optional<ClusterMode> cluster;
 };
 

@@ -66,6 +66,22 @@ TEST_F(ClusterMode, ConcurrentAddsOnThreeNodesNeverShareAnAddress) {
     }
 }
 
+// Without ipam.nodeName a node claims under the name the install container wrote from its Node's
+// spec.nodeName (shmipamctl install --node-name), never under its host name.
+TEST_F(ClusterMode, ANodeWithoutNodeNameClaimsUnderTheNameTheInstallerWrote) {
+    ::mkdir(dir.sub("node-0").c_str(), 0755);
+    write_file(dir.sub("node-0/nodename"), "worker-from-spec\n");  // as install writes it
+    json c = config(0);
+    c["ipam"].erase("nodeName");
+    c["ipam"]["nodeNameFile"] = dir.sub("node-0/nodename");
+    c["ipam"]["claimAheadPercent"] = 0;
+    auto r = run_plugin(cni_env("ADD", "p1"), c.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto blocks = store_blocks();
+    ASSERT_EQ(blocks.size(), 1u);
+    EXPECT_EQ(blocks[0].node, "worker-from-spec");
+}
+
 TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsClearly) {
     json c = config(0);
     c["ipam"]["claimAheadPercent"] = 0;  // steady state only: no helper ahead of need

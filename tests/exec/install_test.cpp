@@ -128,6 +128,19 @@ TEST_F(Install, TheClusterHelperIsPutInPlaceBeforeThePlugin) {
               read_file(dir.sub("from/shmipam-cluster")));
 }
 
+// Cluster mode reads the node's name from the file the install container writes from the
+// Node's spec.nodeName (ipam.nodeNameFile): never the host name.
+TEST_F(Install, TheNodesNameIsWrittenForClusterModeAndABadOneIsRefused) {
+    auto r = install({"--node-name", "worker-7.example", "--node-name-file",
+                      dir.sub("state/nodename")});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(read_file(dir.sub("state/nodename")), "worker-7.example\n");
+    auto bad = install({"--node-name", "a/b", "--node-name-file", dir.sub("other/nodename")});
+    EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+    struct stat st {};
+    EXPECT_NE(::stat(dir.sub("other/nodename").c_str(), &st), 0);
+}
+
 TEST_F(Install, ABadConflistOrNoPluginIsRefusedBeforeAnythingChanges) {
     for (const std::string& bad :
          {std::string("not json"), std::string("[]"),

@@ -521,6 +521,35 @@ TEST_F(PoolMode, BadPoolConfigFieldsAndPodMetadataAreRefusedAndTakeNothing) {
     EXPECT_EQ(run_plugin(env("ADD", "plain"), ranges.dump()).exit_code, 0);
 }
 
+// The name a node claims blocks under must be its Node object's: `cluster gc` compares it with
+// the cluster's node list. A host name differs in case or domain, so cluster mode never falls
+// back to it: without ipam.nodeName or the install container's file, every command is refused
+// before any state is made, saying how to set it.
+TEST_F(PoolMode, ClusterModeWithoutANodeNameIsRefusedSayingHowAndNeverUsesTheHostName) {
+    json c = config();
+    c["ipam"].erase("nodeName");
+    c["ipam"]["etcd"] = {{"endpoints", {"http://127.0.0.1:1"}}, {"budgetMs", 100}};
+    c["ipam"]["nodeNameFile"] = dir.sub("nodename");
+    for (const char* cmd : {"ADD", "DEL"}) {
+        auto r = run_plugin(env(cmd, "c1"), c.dump());
+        EXPECT_EQ(r.exit_code, 1) << cmd;
+        EXPECT_EQ(r.json()["code"], 7) << r.out;
+        const std::string msg = r.json()["msg"];
+        EXPECT_NE(msg.find("ipam.nodeName"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(dir.sub("nodename")), std::string::npos) << msg;
+        EXPECT_NE(msg.find("--node-name"), std::string::npos) << msg;
+    }
+    write_file(dir.sub("nodename"), "  \n");
+    auto blank = run_plugin(env("ADD", "c1"), c.dump());
+    EXPECT_EQ(blank.json()["code"], 7) << blank.out;
+    EXPECT_NE(blank.json()["details"].get<std::string>().find("holds no node name"),
+              std::string::npos)
+        << blank.out;
+    struct stat st {};
+    EXPECT_NE(::stat(dir.sub("data").c_str(), &st), 0) << "no state made for a refused config";
+    EXPECT_NE(::stat(dir.sub("run").c_str(), &st), 0) << "no state made for a refused config";
+}
+
 TEST_F(PoolMode, PoolsDirBesideRangesIsAnError) {
     json cfg = config();
     cfg["ipam"]["ranges"] = json::parse(R"([[{"subnet": "10.9.0.0/24"}]])");

@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,9 @@ struct InstallOptions {
     std::string cni_bin_dir, cni_conf_dir, conf;
     bool force = false;           // replace a newer plugin
     bool overwrite_conf = false;  // replace a conflist that differs
+    // The node's name as its Node object has it (the DaemonSet passes spec.nodeName), written
+    // to node_name_file for cluster mode (ipam.nodeNameFile).
+    std::string node_name, node_name_file = "/var/lib/shmipam/nodename";
 };
 
 // The binaries a node needs, found beside shmipamctl (or in --from), in the order they are put
@@ -110,6 +114,10 @@ int cmd_install(const InstallOptions& o) {
         return cannot_read("install needs --cni-bin-dir and --cni-conf-dir");
     }
     const std::string from = o.from.empty() ? self_dir() : o.from;
+    if (!o.node_name.empty() && (o.node_name.size() > 253 ||
+                                 o.node_name.find_first_of(" /\t\n") != std::string::npos)) {
+        return cannot_read("--node-name " + o.node_name + " is not a Kubernetes node name");
+    }
     // Everything read and checked first: a bad conf or a missing binary changes nothing.
     std::optional<std::string> conf;
     std::string conf_name;
@@ -196,6 +204,16 @@ int cmd_install(const InstallOptions& o) {
             std::cout << "wrote " << path << "\n";
         }
     }
+    if (!o.node_name.empty()) {
+        const std::string dir = o.node_name_file.substr(0, o.node_name_file.rfind('/'));
+        const std::string name = o.node_name_file.substr(o.node_name_file.rfind('/') + 1);
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        if (auto st = replace_atomically(dir, name, o.node_name + "\n", 0644); !st) {
+            return cannot_read(st.error());
+        }
+        std::cout << "wrote " << o.node_name_file << " (node " << o.node_name << ")\n";
+    }
     return refused ? kExitViolations : kExitClean;
 }
 
@@ -211,6 +229,12 @@ void register_install(CLI::App& app, CommonOptions&, int& exit_code) {
     verb->add_option("--cni-bin-dir", o->cni_bin_dir, "e.g. /opt/cni/bin")->required();
     verb->add_option("--cni-conf-dir", o->cni_conf_dir, "e.g. /etc/cni/net.d")->required();
     verb->add_option("--conf", o->conf, "the conflist to install (its file name kept)");
+    verb->add_option("--node-name", o->node_name,
+                     "this node's name as its Node object has it (spec.nodeName), written for "
+                     "cluster mode");
+    verb->add_option("--node-name-file", o->node_name_file,
+                     "where --node-name is written (the plugin's ipam.nodeNameFile)")
+        ->capture_default_str();
     verb->add_option("--from", o->from,
                      "where shmipam and shmipam-cluster are (default: beside shmipamctl)");
     verb->add_flag("--force", o->force, "replace a newer plugin (a downgrade)");
