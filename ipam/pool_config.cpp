@@ -16,34 +16,6 @@ using namespace config_fields;  // NOLINT(google-build-using-namespace): the fie
 
 namespace {
 
-// The node's name as Kubernetes knows it, from the file the install container writes (Calico's
-// /var/lib/calico/nodename convention): the first line, trimmed. Code 7 saying how to set it.
-Expected<std::string> read_node_name_file(const std::string& path) {
-    const std::string how =
-        "cluster mode needs this node's name as its Node object has it: set ipam.nodeName in the "
-        "network config, or write it to " +
-        path +
-        " (ipam.nodeNameFile; the DaemonSet's install container writes spec.nodeName there: "
-        "shmipamctl install --node-name)";
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return make_error(Code::kInvalidConfig, how, path + ": " + std::strerror(errno));
-    }
-    char buf[kMaxNodeNameBytes + 2];
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    ::close(fd);
-    std::string name(buf, n > 0 ? size_t(n) : 0);
-    name = name.substr(0, name.find('\n'));
-    while (!name.empty() && (name.back() == ' ' || name.back() == '\r' || name.back() == '\t')) {
-        name.pop_back();
-    }
-    if (name.empty() || name.size() > kMaxNodeNameBytes ||
-        name.find_first_of(" /\t") != std::string::npos) {
-        return make_error(Code::kInvalidConfig, how,
-                          path + " holds no node name (one line, a Kubernetes node name)");
-    }
-    return name;
-}
 
 Expected<std::vector<std::string>> name_list(const json& ipam, const char* key) {
     std::vector<std::string> out;
@@ -155,6 +127,33 @@ Expected<std::optional<PoolMode>> parse_pool_mode_fields(const json& doc, const 
 }
 
 }  // namespace
+
+Expected<std::string> read_node_name_file(const std::string& path) {
+    const std::string how =
+        "cluster mode needs this node's name as its Node object has it: set ipam.nodeName in the "
+        "network config, or write it to " +
+        path +
+        " (ipam.nodeNameFile; the DaemonSet's install container writes spec.nodeName there: "
+        "shmipamctl install --node-name)";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return make_error(Code::kInvalidConfig, how, path + ": " + std::strerror(errno));
+    }
+    char buf[kMaxNodeNameBytes + 2];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    std::string name(buf, n > 0 ? size_t(n) : 0);
+    name = name.substr(0, name.find('\n'));
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\r' || name.back() == '\t')) {
+        name.pop_back();
+    }
+    if (name.empty() || name.size() > kMaxNodeNameBytes ||
+        name.find_first_of(" /\t") != std::string::npos) {
+        return make_error(Code::kInvalidConfig, how,
+                          path + " holds no node name (one line, a Kubernetes node name)");
+    }
+    return name;
+}
 
 Expected<std::optional<PoolMode>> parse_pool_mode(const json& doc, const json& ipam) {
     auto pm = parse_pool_mode_fields(doc, ipam);

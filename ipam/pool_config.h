@@ -50,6 +50,10 @@ struct PoolMode {
     std::optional<ClusterMode> cluster;
 };
 
+// The node's name as Kubernetes knows it, from the file the install container writes (Calico's
+// /var/lib/calico/nodename convention): its first line, trimmed. Code 7 saying how to set it.
+Expected<std::string> read_node_name_file(const std::string& path);
+
 // nullopt without ipam.poolsDir. Code 7 for poolsDir beside ranges (one config, one mode), for
 // ipam.etcd without poolsDir, and for a field of the wrong type or value, naming it.
 Expected<std::optional<PoolMode>> parse_pool_mode(const nlohmann::json& doc,

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,6 +81,63 @@ TEST_F(ClusterMode, ANodeWithoutNodeNameClaimsUnderTheNameTheInstallerWrote) {
     const auto blocks = store_blocks();
     ASSERT_EQ(blocks.size(), 1u);
     EXPECT_EQ(blocks[0].node, "worker-from-spec");
+}
+
+// A gc reads the store before it takes the node list: a node that registers and claims its first
+// block while the list is being read (after it was taken) keeps that block, whatever the list
+// says. Before, gc read the list to its end first and then released that block from a node that
+// went on allocating in it.
+TEST_F(ClusterMode, GcNeverTakesTheBlockOfANodeThatClaimedItWhileTheListWasRead) {
+    add_pods(0, 1);
+    add_pods(2, 1);
+    age_blocks(3600);
+    const std::string fifo = dir.sub("live.fifo");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    Child gc({SHMIPAMCTL_PATH, "cluster", "gc", "--config", config_file(0), "--live-nodes", fifo,
+              "--apply", "--json"},
+             {}, "");
+    // Open returns once gc opened the list to read it: it has read the store by then.
+    const int list = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(list, 0);
+    ASSERT_EQ(::write(list, "node-0\n", 7), 7);
+    add_pods(1, 1);  // node-1's first block, claimed while the list is still being read
+    ::close(list);
+    auto r = gc.wait();
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::map<std::string, size_t> owned;
+    for (const auto& b : store_blocks()) ++owned[b.node];
+    EXPECT_EQ(owned["node-1"], 1u) << "a block claimed during the gc was taken: " << r.out;
+    EXPECT_EQ(owned["node-2"], 0u) << "the dead node's old block stays: " << r.out;
+    EXPECT_EQ(owned["node-0"], 1u);
+}
+
+// A dead node's block claimed within blockMinAgeS (or after the list was taken) is kept, and the
+// dry run says exactly what --apply then does.
+TEST_F(ClusterMode, GcKeepsAYoungBlockOfAMissingNodeAndItsDryRunShowsWhatApplyDoes) {
+    add_pods(0, 1);
+    add_pods(2, 1);
+    const std::string live = dir.sub("live.json");
+    write_file(live, R"(["node-0"])");
+    auto dry = run_ctl({"cluster", "gc", "--config", config_file(0), "--live-nodes", live, "--json"});
+    auto applied = run_ctl(
+        {"cluster", "gc", "--config", config_file(0), "--live-nodes", live, "--apply", "--json"});
+    ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+    EXPECT_EQ(dry.exit_code, 0) << "nothing to do: " << dry.out;
+    ASSERT_EQ(applied.json()["blocks"].size(), 1u) << applied.out;
+    EXPECT_EQ(applied.json()["blocks"][0]["node"], "node-2");
+    EXPECT_FALSE(applied.json()["blocks"][0]["released"].get<bool>());
+    EXPECT_FALSE(applied.json()["blocks"][0]["kept"].get<std::string>().empty()) << applied.out;
+    EXPECT_EQ(dry.json()["blocks"], applied.json()["blocks"]);
+    EXPECT_EQ(store_blocks().size(), 2u);
+    auto text = run_ctl({"cluster", "gc", "--config", config_file(0), "--live-nodes", live});
+    EXPECT_NE(text.out.find("keep shared"), std::string::npos) << text.out;
+    // Once old enough, the same gc releases it.
+    age_blocks(3600);
+    auto later = run_ctl(
+        {"cluster", "gc", "--config", config_file(0), "--live-nodes", live, "--apply", "--json"});
+    ASSERT_EQ(later.exit_code, 0) << later.out;
+    EXPECT_TRUE(later.json()["blocks"][0]["released"].get<bool>()) << later.out;
+    EXPECT_EQ(store_blocks().size(), 1u);
 }
 
 TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsClearly) {
@@ -224,6 +282,7 @@ TEST_F(ClusterMode, ClusterLsShowsEveryNodesBlocksAndFlagsABlockThisNodeNoLonger
 TEST_F(ClusterMode, ClusterGcReleasesOnlyTheBlocksOfNodesThatNoLongerExist) {
     for (int n = 0; n < 3; ++n) add_pods(n, 1);
     ASSERT_EQ(store_blocks().size(), 3u);
+    age_blocks(3600);  // older than blockMinAgeS and than the list
     const std::string cfg0 = config_file(0);
     const std::string live = dir.sub("live.json");
     write_file(live, R"(["node-0", "node-1"])");

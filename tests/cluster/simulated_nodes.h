@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cluster/block_store.h"
+#include "cluster/key_schema.h"
 #include "engine/addr/ip_address.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
@@ -73,6 +74,16 @@ class SimulatedNodes : public ThreeEtcdMembers {
         auto b = cluster::BlockStore(client, "/shmipam").blocks("shared");
         EXPECT_TRUE(b) << b.error().msg;
         return b ? *b : std::vector<cluster::Block>{};
+    }
+    // Moves every block's claim time `seconds` back, as if claimed that long ago (a gc keeps
+    // blocks claimed after its node list was taken or within blockMinAgeS).
+    void age_blocks(uint64_t seconds) const {
+        cluster::EtcdClient client(client_config());
+        for (const auto& b : store_blocks()) {
+            const json v{{"node", b.node}, {"nonce", b.nonce},
+                         {"claimedUnixS", b.claimed_unix_s - seconds}};
+            ASSERT_TRUE(client.put(cluster::keys::block("/shmipam", "shared", b.cidr), v.dump()));
+        }
     }
     TempDir dir;
 };

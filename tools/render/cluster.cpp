@@ -54,22 +54,29 @@ std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBl
 json cluster_gc_json(const std::vector<GcBlockRow>& rows, bool applied) {
     json blocks = json::array();
     for (const auto& r : rows) {
-        blocks.push_back(
-            {{"pool", r.pool}, {"block", r.block}, {"node", r.node}, {"released", r.released}});
+        json row{{"pool", r.pool}, {"block", r.block}, {"node", r.node}, {"released", r.released}};
+        if (!r.kept.empty()) row["kept"] = r.kept;
+        blocks.push_back(std::move(row));
     }
     return {{"applied", applied}, {"blocks", blocks}};
 }
 
 std::string cluster_gc_text(const std::vector<GcBlockRow>& rows, bool applied) {
     std::string out;
+    size_t releasable = 0;
     for (const auto& r : rows) {
+        if (!r.kept.empty()) {
+            out += "keep " + r.pool + " " + r.block + " of node " + r.node + " (" + r.kept + ")\n";
+            continue;
+        }
+        ++releasable;
         const char* what = !applied     ? "would release"
                            : r.released ? "released"
                                         : "left (changed since read)";
         out += std::string(what) + " " + r.pool + " " + r.block + " of node " + r.node + "\n";
     }
     if (rows.empty()) out += "every block belongs to a live node\n";
-    if (!applied && !rows.empty()) out += "dry run: --apply releases them\n";
+    if (!applied && releasable != 0) out += "dry run: --apply releases them\n";
     return out;
 }
 

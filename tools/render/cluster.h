@@ -26,6 +26,8 @@ std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBl
 struct GcBlockRow {
     std::string pool, block, node;  // block: a CIDR, or "claim <key> (<address>)"
     bool released = false;  // false in a dry run, or when the block changed since it was read
+    // Why a block of a node not in the list is kept (claimed too recently to judge), or "".
+    std::string kept;
 };
 
 nlohmann::json cluster_gc_json(const std::vector<GcBlockRow>& rows, bool applied);

@@ -20,6 +20,8 @@
 #include "cluster/block_store.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
+#include "cluster/node_files.h"
+#include "ipam/pool_config.h"
 #include "engine/inspect/inspect.h"
 #include "tools/render/json.h"
 #include "tools/verbs/verbs.h"
@@ -33,6 +35,7 @@ namespace {
 struct ClusterSetup {
     json etcd;
     std::string node, data_dir, run_dir;
+    uint64_t block_min_age_s = 300;  // ipam.blockMinAgeS
 };
 
 // The ipam section holding "etcd" in a network config or conflist (its "plugins"). The node is
@@ -64,11 +67,19 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
     const auto text = [&](const char* k, const std::string& dflt) {
         return ipam->contains(k) && (*ipam)[k].is_string() ? (*ipam)[k].get<std::string>() : dflt;
     };
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
-    s.node = !node.empty() ? node : text("nodeName", host);
+    // The node's name as the plugin knows it: never the host name (ipam/pool_config.h).
+    s.node = !node.empty() ? node : text("nodeName", "");
+    if (s.node.empty()) {
+        auto named =
+            ipam::read_node_name_file(text("nodeNameFile", ipam::kDefaultNodeNameFile));
+        if (!named) return named.error();
+        s.node = *named;
+    }
     s.data_dir = text("dataDir", "/var/lib/cni/networks");
     s.run_dir = text("runDir", run_dir);
+    if (auto a = ipam->find("blockMinAgeS"); a != ipam->end() && a->is_number_unsigned()) {
+        s.block_min_age_s = a->get<uint64_t>();
+    }
     return s;
 }
 
@@ -258,9 +269,38 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
     return problems == 0 ? kExitClean : kExitViolations;
 }
 
+namespace {
+
+// Why a block of a node missing from the list is kept, or "": a block claimed after the list was
+// taken (its owner may have registered since: the list cannot speak for it), or within
+// blockMinAgeS (a node's first blocks while the list is being made). claimedUnixS is the
+// claiming node's clock: kClockSlackS covers the difference.
+std::string kept_for_age(const cluster::Block& b, time_t list_taken_at, time_t now,
+                         uint64_t min_age_s) {
+    const auto claimed = time_t(b.claimed_unix_s);
+    if (claimed + cluster::kClockSlackS >= list_taken_at) {
+        return "claimed after the node list was taken";
+    }
+    if (claimed + time_t(min_age_s) > now) return "claimed within blockMinAgeS";
+    return "";
+}
+
+}  // namespace
+
+// The store is read before the node list is taken, and every delete compares the revision read:
+// a block claimed after the store was read is never seen, one claimed after the list was taken
+// or within blockMinAgeS is kept, and one claimed again meanwhile is left. So a gc never races
+// a live node, whatever the list's age (C1 of docs/cluster.md's failure table).
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
     auto setup = read_setup(o.config, "", common.run_dir);
     if (!setup) return cannot_read(setup.error());
+    auto view = read_store(*setup);
+    if (!view) return cannot_read(view.error());
+    cluster::EtcdClient& etcd = *view->etcd;
+    cluster::FixedClaims fixed(etcd, cluster::etcd_prefix(setup->etcd));
+    auto claims = fixed.everywhere();
+    if (!claims) return cannot_read(claims.error());
+    const time_t list_taken_at = std::time(nullptr);
     auto live = live_nodes(o.live_nodes);
     if (!live) return cannot_read(live.error());
     if (live->empty()) {
@@ -268,19 +308,14 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
             "--live-nodes lists no node: that would release every block of the cluster; "
             "refusing (give the cluster's Node list)");
     }
-    auto view = read_store(*setup);
-    if (!view) return cannot_read(view.error());
-    cluster::EtcdClient& etcd = *view->etcd;
     cluster::BlockStore store(etcd, cluster::etcd_prefix(setup->etcd));
-    auto* in_store = &view->blocks;
+    const auto* in_store = &view->blocks;
     // A list that names none of the nodes owning blocks is almost surely the wrong list.
     std::set<std::string> owners;
     for (const auto& [pool, blocks] : *in_store) {
         for (const auto& b : blocks) owners.insert(b.node);
     }
-    if (auto claims = cluster::FixedClaims(etcd, cluster::etcd_prefix(setup->etcd)).everywhere()) {
-        for (const auto& [pool, c] : *claims) owners.insert(c.node);
-    }
+    for (const auto& [pool, c] : *claims) owners.insert(c.node);
     bool any_live = false;
     for (const auto& n : owners) any_live = any_live || live->count(n) != 0;
     if (!owners.empty() && !any_live && !o.force) {
@@ -288,12 +323,14 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
                            " nodes owning blocks is in --live-nodes: that would release every "
                            "block of the cluster; refusing (--force if that is meant)");
     }
+    const time_t now = std::time(nullptr);
     std::vector<GcBlockRow> rows;
     for (const auto& [pool, blocks] : *in_store) {
         for (const auto& b : blocks) {
             if (live->count(b.node) != 0) continue;
-            GcBlockRow r{pool, b.cidr.to_string(), b.node, false};
-            if (o.apply) {
+            GcBlockRow r{pool, b.cidr.to_string(), b.node, false,
+                         kept_for_age(b, list_taken_at, now, setup->block_min_age_s)};
+            if (o.apply && r.kept.empty()) {
                 // At the revision read: a block claimed again meanwhile is left alone.
                 auto done = store.release(pool, b);
                 if (!done) return cannot_read(done.error());
@@ -302,10 +339,7 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
             rows.push_back(std::move(r));
         }
     }
-    // Fixed-address claims of the nodes gone (docs/cluster.md): their addresses are free again.
-    cluster::FixedClaims fixed(etcd, cluster::etcd_prefix(setup->etcd));
-    auto claims = fixed.everywhere();
-    if (!claims) return cannot_read(claims.error());
+    // Fixed claims of the nodes gone (docs/cluster.md): their addresses are free again.
     for (const auto& [pool, c] : *claims) {
         if (live->count(c.node) != 0) continue;
         GcBlockRow r{pool, "claim " + c.key + " (" + c.address.to_string() + ")", c.node, false};
@@ -318,7 +352,9 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
     }
     std::cout << (common.json ? json_text(cluster_gc_json(rows, o.apply))
                               : cluster_gc_text(rows, o.apply));
-    return !o.apply && !rows.empty() ? kExitViolations : kExitClean;
+    size_t releasable = 0;
+    for (const auto& r : rows) releasable += r.kept.empty();
+    return !o.apply && releasable != 0 ? kExitViolations : kExitClean;
 }
 
 }  // namespace shmipam::tools
