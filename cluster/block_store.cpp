@@ -146,7 +146,7 @@ Expected<std::optional<Block>> BlockStore::claim_next(
 
 Expected<Block> BlockStore::claim_holding(const std::string& pool, const Cidr& pool_cidr,
                                           int block_prefix, const IpAddress& address,
-                                          const std::string& node) {
+                                          const std::string& node, size_t max_blocks) {
     if (!pool_cidr.contains(address) || address.family != pool_cidr.address.family) {
         return make_error(
             Code::kRequestedAddressInvalid,
@@ -154,6 +154,23 @@ Expected<Block> BlockStore::claim_holding(const std::string& pool, const Cidr& p
     }
     const Cidr block{address, block_prefix};
     const Cidr exact{block.network(), block_prefix};
+    if (max_blocks != SIZE_MAX) {
+        auto owned = blocks(pool);
+        if (!owned) return owned.error();
+        size_t mine = 0;
+        for (const Block& b : *owned) {
+            if (b.node != node) continue;
+            if (b.cidr.network() == exact.network() && b.cidr.prefix == exact.prefix) return b;
+            ++mine;
+        }
+        if (mine >= max_blocks) {
+            return make_error(Code::kNoAddressFree,
+                              "node " + node + " holds its maximum of " +
+                                  std::to_string(max_blocks) + " blocks of " + pool +
+                                  " (ipam.maxBlocksPerNode): the block of the requested address " +
+                                  address.to_string() + " would be one more");
+        }
+    }
     auto got = try_claim(pool, exact, node);
     if (!got) return got.error();
     if (!*got) return make_error(Code::kTryAgainLater, "the block changed while being claimed");

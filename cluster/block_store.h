@@ -57,10 +57,11 @@ class BlockStore {
     // (code 7), since blocks of two sizes would overlap.
     Status check_geometry(const std::string& pool, const engine::Cidr& pool_cidr, int block_prefix);
     // Claims the block holding `address` for `node`, as Calico's AssignIP does: the block (ours
-    // already, or claimed now), or an error naming the node that owns it (code 101).
+    // already, or claimed now), or an error naming the node that owns it (code 101). A new block
+    // counts against max_blocks like any other: at the cap, code 100 saying so.
     Expected<Block> claim_holding(const std::string& pool, const engine::Cidr& pool_cidr,
                                   int block_prefix, const engine::IpAddress& address,
-                                  const std::string& node);
+                                  const std::string& node, size_t max_blocks = SIZE_MAX);
     // Gives a block back if it is still as read (its mod_revision): false when it changed.
     Expected<bool> release(const std::string& pool, const Block& block);
 

@@ -41,12 +41,19 @@ Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
 
 Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::string& key,
                                        const std::string& node, const Pick& pick,
-                                       std::string* moved_from) {
+                                       std::string* moved_from, const Usable& usable) {
     // An address record naming this claim, seen by the previous pass's listing.
     std::optional<std::pair<engine::IpAddress, int64_t>> named_ours;
     for (int attempt = 0; attempt < kTries; ++attempt) {
         auto held = read(pool, key);
         if (!held) return held.error();
+        if (*held && !usable((*held)->address)) {
+            // Given up at the revision read (with its address record); the next pass makes a
+            // new claim on an allocatable address.
+            auto gone = remove(pool, **held);
+            if (!gone) return gone.error();
+            continue;
+        }
         if (*held && (*held)->node == node) return **held;
         if (!*held && named_ours) {
             // The listing named this claim and the claim is still absent: an address record

@@ -39,12 +39,16 @@ class FixedClaims {
 
     // The claim `key` of `pool` for `node`: the one it has (taken over from another node if
     // needed: *moved_from names it), or a new one with the address `pick` chooses among those
-    // no claim holds (nullopt from it: none left, code 100).
+    // no claim holds (nullopt from it: none left, code 100). A claim whose address `usable`
+    // refuses (excluded or reserved since, or written by hand outside the pool) is given up
+    // and a new one made, as a node's own pool state does for a sandbox starting again.
     using Pick =
         std::function<std::optional<engine::IpAddress>(const std::set<std::string>& taken)>;
-    Expected<FixedClaim> take(const std::string& pool, const std::string& key,
-                              const std::string& node, const Pick& pick,
-                              std::string* moved_from = nullptr);
+    using Usable = std::function<bool(const engine::IpAddress&)>;
+    Expected<FixedClaim> take(
+        const std::string& pool, const std::string& key, const std::string& node,
+        const Pick& pick, std::string* moved_from = nullptr,
+        const Usable& usable = [](const engine::IpAddress&) { return true; });
     // Gives the claim up if it is still `node`'s and `unheld_here` (asked after the claim was
     // read, before it is deleted at that revision) says the node holds it no more: false when
     // another node holds it (or none), or this node again. The caller holds the node's pool

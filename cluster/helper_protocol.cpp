@@ -202,6 +202,7 @@ std::string encode(const Request& r) {
         j["usable"] = ranges_json(t->usable);
         j["claimKey"] = t->claim_key;
         j["lockHandedOver"] = t->lock_handed_over;
+        if (t->address) j["address"] = t->address->to_string();
     } else if (const auto* g = std::get_if<GiveUpFixed>(&r)) {
         put_scope(j, g->scope);
         j["claimKey"] = g->claim_key;
@@ -270,10 +271,19 @@ Expected<Request> decode(std::string_view text) {
         auto usable = in.ranges("usable");
         auto key = in.text("claimKey");
         auto handed = in.flag("lockHandedOver");
+        auto address = in.text("address", false);
         if (!usable) return usable.error();
         if (!key) return key.error();
         if (!handed) return handed.error();
-        return Request{TakeFixed{std::move(*scope), std::move(*usable), *key, *handed}};
+        if (!address) return address.error();
+        TakeFixed t{std::move(*scope), std::move(*usable), *key, *handed};
+        if (!address->empty()) {
+            t.address = engine::IpAddress::parse(*address);
+            if (!t.address) {
+                return make_error(Code::kRequestedAddressInvalid, "not an address: " + *address);
+            }
+        }
+        return Request{std::move(t)};
     }
     if (op == op_name(GiveUpFixed{})) {
         if (!scope) return scope.error();

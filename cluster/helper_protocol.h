@@ -78,6 +78,8 @@ struct TakeFixed {
     std::vector<AddressRange> usable;
     std::string claim_key;
     bool lock_handed_over = false;
+    // A requested address: a new claim takes it when no claim holds it (code 101 when one does).
+    std::optional<engine::IpAddress> address;
 };
 // Gives the fixed claim up if it is still this node's and the pool state `pool_state` (an
 // arena directory; empty: not looked at) holds the local fixed claim (claim_key, ifname) no more

@@ -62,8 +62,10 @@ class AddressSource {
     virtual int fill_rounds() const = 0;
     // Words a reason adds after the pool's name ("all IP addresses used out of p<these>").
     virtual std::string where() const = 0;
-    // A pool with fixed_across_nodes: the address of the fixed claim `claim_key`.
-    virtual Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key) = 0;
+    // A pool with fixed_across_nodes: the address of the fixed claim `claim_key` (`wanted` for a
+    // new claim, when the ADD asks for one).
+    virtual Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key,
+                                           const std::optional<engine::IpAddress>& wanted) = 0;
     // Whether after_release needs the addresses a DEL let go of (they are looked up first).
     virtual bool tracks_releases() const = 0;
     // After a DEL of `r` let go of `released` in the state `store` of `pool`.

@@ -195,10 +195,11 @@ Expected<bool> ClusterSource::make_room(const PoolTarget& t,
     return true;
 }
 
-Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const std::string& claim_key) {
+Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const std::string& claim_key,
+                                              const std::optional<engine::IpAddress>& wanted) {
     auto lock = lock_pool(t.pool);
     if (!lock) return lock.error();
-    protocol::TakeFixed req{scope(t.pool), ranges_of(t.usable), claim_key, true};
+    protocol::TakeFixed req{scope(t.pool), ranges_of(t.usable), claim_key, true, wanted};
     auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
     if (!out) return out.error();
     auto answer = protocol::fixed_answer(*out);

@@ -74,7 +74,8 @@ class ClusterSource final : public AddressSource {
     // fixed claim, so it either finds this ADD's and keeps the etcd claim, or gives it up before
     // this take, which then takes it anew; never between a take that found the claim this
     // node's (no write) and the local claim, which would leave an address etcd gives no claim.
-    Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key) override;
+    Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key,
+                                   const std::optional<engine::IpAddress>& wanted) override;
     bool tracks_releases() const override { return true; }
     // A block of the node left with no address in use is marked to be given back (when the node
     // has another block of the pool), and a marked block whose time has come is handed to a

@@ -200,9 +200,12 @@ struct FamilyAdd {
     // the source, then held here by the local fixed claim, while the source's hold lasts.
     Expected<bool> serve_fixed(const Choice& ch, const std::optional<IpAddress>& wanted,
                                std::vector<std::string>& reasons) {
-        auto take = source.take_fixed(ch.target, request.claim->key);
+        auto take = source.take_fixed(ch.target, request.claim->key, wanted);
         if (!take) {
-            if (take.error().code != Code::kNoAddressFree) return take.error();
+            if (take.error().code != Code::kNoAddressFree &&
+                take.error().code != Code::kRequestedAddressTaken) {
+                return take.error();
+            }
             reasons.push_back(take.error().msg);
             return false;
         }

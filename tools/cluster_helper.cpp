@@ -97,10 +97,21 @@ int take_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& pre
     cluster::FixedClaims claims(etcd, prefix);
     const pools::IpSet usable = usable_set(r.usable, engine::Family::kV4);
     std::string moved_from;
-    auto got = claims.take(
-        r.scope.pool, r.claim_key, r.scope.node,
-        [&](const std::set<std::string>& taken) { return first_untaken(usable, taken); },
-        &moved_from);
+    // A requested address is taken when free and allocatable, and only then.
+    const auto pick = [&](const std::set<std::string>& taken) -> std::optional<engine::IpAddress> {
+        if (!r.address) return first_untaken(usable, taken);
+        if (taken.count(r.address->to_string()) != 0 || !usable.contains(*r.address)) {
+            return std::nullopt;
+        }
+        return r.address;
+    };
+    auto got = claims.take(r.scope.pool, r.claim_key, r.scope.node, pick, &moved_from,
+                           [&](const engine::IpAddress& a) { return usable.contains(a); });
+    if (!got && r.address && got.error().code == Code::kNoAddressFree) {
+        return run.fail(make_error(Code::kRequestedAddressTaken,
+                                   "requested IP address " + r.address->to_string() + " of " +
+                                       r.scope.pool + " is held by another fixed claim"));
+    }
     if (!got) return run.fail(got.error());
     return run.answer(protocol::to_json(protocol::FixedAnswer{got->address, moved_from}));
 }
@@ -142,7 +153,8 @@ int claim_or_refresh(const Run& run, cluster::BlockStore& store, std::vector<clu
     if (claim == nullptr) {
         // Refresh: only the cache brought in line with the store, below.
     } else if (claim->address) {
-        auto b = store.claim_holding(s.pool, g.pool_cidr, g.block_prefix, *claim->address, s.node);
+        auto b = store.claim_holding(s.pool, g.pool_cidr, g.block_prefix, *claim->address, s.node,
+                                     claim->max_blocks);
         if (!b) return run.fail(b.error());
         out.claimed = b->cidr;
     } else if (unseen) {

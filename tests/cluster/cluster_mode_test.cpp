@@ -140,6 +140,23 @@ TEST_F(ClusterMode, GcKeepsAYoungBlockOfAMissingNodeAndItsDryRunShowsWhatApplyDo
     EXPECT_EQ(store_blocks().size(), 1u);
 }
 
+// A requested address claims its block like any other block: at maxBlocksPerNode it is refused
+// saying so, and the node holds no more blocks than its cap. Before, it claimed the block anyway.
+TEST_F(ClusterMode, ARequestedAddressCountsAgainstMaxBlocksPerNode) {
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 0;
+    c["ipam"]["maxBlocksPerNode"] = 1;
+    auto first = run_plugin(cni_env("ADD", "p1"), c.dump());
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    const std::string mine = block_of(first.json()["ips"][0]["address"]);
+    const std::string elsewhere = mine == "10.77.0.128/28" ? "10.77.0.200" : "10.77.0.130";
+    auto r = run_plugin(cni_env("ADD", "p2", "eth0", "IgnoreUnknown=1;IP=" + elsewhere), c.dump());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_EQ(r.json()["code"], 100) << r.out;
+    EXPECT_NE(r.out.find("maxBlocksPerNode"), std::string::npos) << r.out;
+    EXPECT_EQ(blocks_of(store_blocks(), "node-0"), 1u);
+}
+
 TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsClearly) {
     json c = config(0);
     c["ipam"]["claimAheadPercent"] = 0;  // steady state only: no helper ahead of need

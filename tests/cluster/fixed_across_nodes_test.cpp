@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cluster/fixed_claims.h"
+#include "cluster/key_schema.h"
 #include "tests/cluster/simulated_nodes.h"
 
 namespace shmipam::testing {
@@ -334,6 +335,49 @@ TEST_F(FixedAcrossNodes, AnOrdinaryPodIsNeverServedFromAFixedAddressPool) {
     EXPECT_NE(r.json()["msg"].get<std::string>().find("fixed addresses only"), std::string::npos)
         << r.out;
     EXPECT_TRUE(claims_in_etcd().empty());
+}
+
+// A fixed claim whose address is outside the pool's allocatable set (excluded since, the pool
+// narrowed, or written by hand) is not served: the next sandbox gets an allocatable address, as
+// a node's own pool state does. Before, the etcd claim's address was served as it was.
+TEST_F(FixedAcrossNodes, AClaimOutsideThePoolsAllocatableSetIsReplacedByAnAllocatableAddress) {
+    cluster::EtcdClient client(client_config());
+    const auto outside = *engine::IpAddress::parse("10.78.0.12");
+    ASSERT_TRUE(client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0"),
+                           R"({"address": "10.78.0.12", "node": "node-1", "nonce": "1"})"));
+    ASSERT_TRUE(client.put(cluster::keys::address("/shmipam", "sts", outside),
+                           R"({"claim": "sts:shop/db-0/eth0"})"));
+    auto r = add(0, "c1", "db-0");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto got = *engine::IpAddress::parse(address(r).substr(0, address(r).find('/')));
+    const engine::Cidr allocatable{*engine::IpAddress::parse("10.78.0.0"), 29};
+    EXPECT_TRUE(allocatable.contains(got)) << address(r);
+    auto claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u);
+    EXPECT_TRUE(claims[0].address == got);
+    EXPECT_EQ(claims[0].node, "node-0");
+    auto stale = client.get(cluster::keys::address("/shmipam", "sts", outside));
+    ASSERT_TRUE(stale);
+    EXPECT_FALSE(*stale) << "the unusable address's record is gone with its claim";
+}
+
+// A requested address in a fixed-address pool is taken when no claim holds it, not only when it
+// happens to be the first free one; one that another claim holds is refused, and the pod's claim
+// is not made on another address meanwhile.
+TEST_F(FixedAcrossNodes, ARequestedAddressIsHonouredWhenFreeAndRefusedWhenAnotherClaimHoldsIt) {
+    const auto with_ip = [&](const std::string& cid, const std::string& pod) {
+        return cni_env("ADD", cid, "eth0",
+                       "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=" + pod +
+                           ";K8S_POD_UID=uid-" + cid + ";IP=10.78.0.5");
+    };
+    auto r = run_plugin(with_ip("c1", "db-0"), sts_config(0, "db-0").dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(address(r), "10.78.0.5/28");
+    auto other = run_plugin(with_ip("c2", "db-1"), sts_config(1, "db-1").dump());
+    EXPECT_EQ(other.exit_code, 1) << other.out;
+    EXPECT_EQ(other.json()["code"], 102) << other.out;
+    EXPECT_NE(other.out.find("held by another fixed claim"), std::string::npos) << other.out;
+    for (const auto& c : claims_in_etcd()) EXPECT_NE(c.key, "sts:shop/db-1/eth0") << c.address.to_string();
 }
 
 }  // namespace

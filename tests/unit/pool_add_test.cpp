@@ -77,7 +77,8 @@ class FakeBlockSource final : public AddressSource {
     }
     int fill_rounds() const override { return rounds; }
     std::string where() const override { return " in the fake blocks"; }
-    Expected<FixedTake> take_fixed(const PoolTarget&, const std::string&) override {
+    Expected<FixedTake> take_fixed(const PoolTarget&, const std::string&,
+                                   const std::optional<IpAddress>&) override {
         return make_error(Code::kInternal, "no fixed pools here");
     }
     bool tracks_releases() const override { return true; }
