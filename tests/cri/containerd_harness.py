@@ -180,13 +180,16 @@ class Containerd:
                 raise RuntimeError(f"containerd exited with {self.proc.returncode}:\n"
                                    + self.log_tail())
             if os.path.exists(self.socket):
-                if self.client is None:
-                    self.client = CriClient(self.socket)
+                # A new channel each try: one that failed to connect (the socket a killed
+                # containerd left, not yet served) would wait out gRPC's reconnect backoff.
+                client = CriClient(self.socket)
                 try:
-                    version = self.client.version(timeout=2)
+                    version = client.version(timeout=2)
+                    self.client = client
                     return version
                 except grpc.RpcError as e:
                     last = e
+                    client.close()
             time.sleep(0.05)
         raise RuntimeError(f"containerd did not answer Version within {timeout} s ({last}):\n"
                            + self.log_tail())

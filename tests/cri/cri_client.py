@@ -20,13 +20,10 @@ class CriClient:
 
     def __init__(self, socket_path, timeout=60.0):
         self.timeout = timeout
-        # Its own subchannel, retried every 0.1 s at most 0.5 s apart: a containerd the suite
-        # restarts answers within a second, not after gRPC's default backoff (up to 120 s).
-        self.channel = grpc.insecure_channel("unix://" + socket_path, options=[
-            ("grpc.use_local_subchannel_pool", 1),
-            ("grpc.initial_reconnect_backoff_ms", 100),
-            ("grpc.min_reconnect_backoff_ms", 100),
-            ("grpc.max_reconnect_backoff_ms", 500)])
+        # Its own subchannel: one another client of the same socket left failing (containerd
+        # was not up yet) would make this one wait out gRPC's reconnect backoff too.
+        self.channel = grpc.insecure_channel("unix://" + socket_path,
+                                             options=[("grpc.use_local_subchannel_pool", 1)])
         self._calls = {}
         for method, request, response in (
                 ("Version", pb.VersionRequest, pb.VersionResponse),

@@ -25,6 +25,7 @@ CRI_PROTO_DIR (where protoc wrote runtime_v1_pb2.py). Needs root: otherwise it e
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -228,33 +229,46 @@ class CriSuite(unittest.TestCase):
     rt = None
     cases = 0
 
+    @staticmethod
+    def start_containerd(tag):
+        """A private containerd, started, with the pause image imported."""
+        rt = Containerd(PLUGIN, RUNC_WRAPPER, tag)
+        try:
+            archive = f"{rt.dir}/pause.tar"
+            oci_image.write_image(PAUSE, "localhost/shmipam-test/pause:1", archive)
+            started = time.monotonic()
+            version = rt.start()
+            rt.import_image(archive)
+            print(f"\n{tag}: {version.runtime_name} {version.runtime_version} (CRI "
+                  f"{version.runtime_api_version}) up and image imported in "
+                  f"{time.monotonic() - started:.2f} s", file=sys.stderr)
+        except BaseException:
+            rt.destroy()
+            raise
+        return rt
+
+    @staticmethod
+    def keep_logs(name):
+        logs = os.environ.get("CRI_LOG_DIR")
+        return f"{logs}/{name}" if logs else None
+
     @classmethod
     def setUpClass(cls):
         why = require_root()
         if why:
             raise unittest.SkipTest(why)
-        cls.rt = Containerd(PLUGIN, RUNC_WRAPPER, cls.mode)
-        try:
-            archive = f"{cls.rt.dir}/pause.tar"
-            oci_image.write_image(PAUSE, "localhost/shmipam-test/pause:1", archive)
-            started = time.monotonic()
-            version = cls.rt.start()
-            cls.rt.import_image(archive)
-            print(f"\n{cls.__name__}: {version.runtime_name} {version.runtime_version} "
-                  f"(CRI {version.runtime_api_version}) up and image imported in "
-                  f"{time.monotonic() - started:.2f} s", file=sys.stderr)
-        except BaseException:
-            cls.rt.destroy()
-            raise
+        cls.rt = cls.start_containerd(cls.mode)
 
     @classmethod
     def tearDownClass(cls):
         if cls.rt is not None:
-            logs = os.environ.get("CRI_LOG_DIR")
-            cls.rt.destroy(keep_log_in=f"{logs}/{cls.__name__}" if logs else None)
+            cls.rt.destroy(keep_log_in=cls.keep_logs(cls.__name__))
 
     def setUp(self):
         CriSuite.cases += 1
+        self.own = getattr(getattr(self, self._testMethodName), "own_containerd", False)
+        if self.own:
+            self.rt = self.start_containerd(f"{self.mode}-own")
         self.net = Network(self.rt, self.mode, CriSuite.cases, self._testMethodName[5:30])
 
     def tearDown(self):
@@ -265,6 +279,8 @@ class CriSuite(unittest.TestCase):
                 self.assertEqual(errors, [], "Stop/Remove of the case's sandboxes")
         finally:
             self.net.delete_bridge()
+            if self.own:
+                self.rt.destroy(keep_log_in=self.keep_logs(self.id()))
 
     # ---- the kubelet's side ----------------------------------------------------------------
 
@@ -394,6 +410,11 @@ class CommonCases:
         self.assert_nothing_in_use_and_clean()
 
     def test_containerd_killed_during_8_concurrent_run_pod_sandbox(self):
+        # On a containerd of its own: a containerd killed mid-way can leave its snapshotter
+        # unable to make another sandbox (1.6.20's native snapshotter, killed between moving a
+        # new snapshot's directory into place and committing its id, gives the next snapshot
+        # the same id: "failed to rename ... file exists"), which is containerd's, not the
+        # plugin's, and must not fail the cases after this one.
         outcome = {}
         client = self.rt.client
 
@@ -437,6 +458,8 @@ class CommonCases:
             dels = [c for c in calls if c.command == "DEL" and c.container == container]
             self.assertEqual(len(dels), 2, f"{container}: {dels}")
         self.assert_nothing_in_use_and_clean()
+
+    test_containerd_killed_during_8_concurrent_run_pod_sandbox.own_containerd = True
 
     def test_a_deployment_pod_asking_for_a_static_ip_is_refused_with_the_plugins_error(self):
         # A Deployment's pod: a generated name that does not outlive it (docs/fixed-ips.md).
@@ -498,7 +521,14 @@ class PoolMode(CommonCases, CriSuite):
         self.assertEqual(set(self.net.states()), {"pool/cluster-default"})
 
 
+def _interrupted(signum, frame):
+    # unittest records any other exception as a case's error and goes on; this one ends the
+    # run, and the containerds are destroyed at exit (containerd_harness registers them).
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _interrupted)
     why = require_root()
     if why:
         print(f"SKIPPED: {why}", file=sys.stderr)
