@@ -12,7 +12,8 @@ all in one temporary directory, so the host's containerd (if any) and its /etc/c
   it: containerd's default spec asks for RLIMIT_NOFILE, which those VMs refuse to set (the
   wrapper's header says why); its state under the temporary directory (`Root`);
 - the native snapshotter (plain directories and bind mounts: it works on whatever file system
-  the temporary directory is on), the others disabled;
+  the temporary directory is on), the others disabled; no AppArmor profile (a host with
+  AppArmor would need containerd's profile loaded);
 - network namespaces mounted under the state directory (`netns_mounts_under_state_dir`), so a
   namespace that a killed containerd leaves behind is found and removed with the rest;
 - the CNI: `bin_dir` holds Debian's bridge and loopback (symlinks to /usr/lib/cni) and, as
@@ -26,6 +27,7 @@ processes through runc, mounts under the directory) and removes the directory.
 """
 
 import atexit
+import glob
 import json
 import os
 import shutil
@@ -88,6 +90,7 @@ disabled_plugins = [
   restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
   enable_selinux = false
+  disable_apparmor = true
 
 [plugins."io.containerd.grpc.v1.cri".containerd]
   snapshotter = "native"
@@ -153,6 +156,11 @@ class Containerd:
         self.proc = None
         self.client = None
         self.starts = 0
+        # The sandboxes' cgroups go under /k8s.io (no cgroup parent is given, as no kubelet
+        # runs here); the parents this run makes are removed at the end if empty.
+        roots = ["/sys/fs/cgroup"] + [d for d in glob.glob("/sys/fs/cgroup/*") if os.path.isdir(d)]
+        self._new_cgroup_parents = [f"{r}/k8s.io" for r in roots
+                                    if not os.path.exists(f"{r}/k8s.io")]
         self._destroyed = False
         for sub in ("bin", "net", "cases"):
             os.makedirs(f"{self.dir}/{sub}")
@@ -315,6 +323,11 @@ class Containerd:
                     continue
                 _wait_gone(pid, 10)
         self._unmount_all()
+        for parent in self._new_cgroup_parents:
+            try:
+                os.rmdir(parent)
+            except OSError:
+                pass
         if keep_log_in:
             os.makedirs(keep_log_in, exist_ok=True)
             for name in ("containerd.log", "containerd.toml"):

@@ -7,8 +7,8 @@ plugin with shmipam as its IPAM. The suite's own CRI client (cri_client.py, runt
 gRPC) sends RunPodSandbox with the kubelet's metadata, labels and annotations, then
 PodSandboxStatus, StopPodSandbox, RemovePodSandbox and ListPodSandbox. Nothing is fed to the
 plugin by the test: what it gets is what containerd passes, and a recorder in front of it
-writes that down (the first case of each class checks it against what was measured:
-/work/shared/reviews/runtime-facts.md, docs/pools.md "What each runtime passes").
+writes that down (test_what_containerd_passes_to_the_ipam_plugin checks it, in both classes,
+against docs/pools.md, "What each runtime passes").
 
 Two classes, one containerd each (started once; it takes well under a second): RangesMode
 (a `subnet`) and PoolMode (a poolsDir of SpiderIPPool and Namespace objects). Every case has
@@ -61,7 +61,7 @@ IPPOOL = "ipam.spidernet.io/ippool"
 NS_DEFAULT_V4 = "ipam.spidernet.io/default-ipv4-ippool"
 STATIC_IP = "ipam.shmipam.io/static-ip"
 
-# What containerd 1.6 passes (runtime-facts.md), checked by test_what_containerd_passes.
+# What containerd 1.6 passes (docs/pools.md, "What each runtime passes").
 CNI_ENV = {"CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_PATH", "CNI_ARGS"}
 CNI_ARGS_KEYS = {"IgnoreUnknown", "K8S_POD_NAMESPACE", "K8S_POD_NAME",
                  "K8S_POD_INFRA_CONTAINER_ID", "K8S_POD_UID"}
