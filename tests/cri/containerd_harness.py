@@ -142,7 +142,8 @@ class Containerd:
 
     def __init__(self, plugin, runc_wrapper, tag):
         for need in (CONTAINERD, CTR, SHIM, RUNC, plugin, runc_wrapper,
-                     f"{CNI_PLUGINS}/bridge", f"{CNI_PLUGINS}/loopback"):
+                     f"{CNI_PLUGINS}/bridge", f"{CNI_PLUGINS}/loopback", "/usr/bin/nsenter",
+                     "/usr/bin/ping", "/usr/sbin/ip", "/bin/umount"):
             if not os.access(need, os.X_OK):
                 raise RuntimeError(f"{need} is missing (scripts/install-deps.sh installs the "
                                    "packages; the build makes the test binaries)")
@@ -345,4 +346,4 @@ class Containerd:
                 if point.startswith(self.dir + "/"):
                     points.append(point)
         for point in sorted(set(points), key=len, reverse=True):
-            subprocess.run(["umount", "--lazy", point], capture_output=True)
+            subprocess.run(["/bin/umount", "--lazy", point], capture_output=True)

@@ -219,7 +219,7 @@ class Network:
         return [Call(f"{self.rec_dir}/{b}") for b in bases]
 
     def delete_bridge(self):
-        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+        subprocess.run(["/usr/sbin/ip", "link", "del", self.bridge], capture_output=True)
 
 
 class CriSuite(unittest.TestCase):
@@ -306,8 +306,9 @@ class CriSuite(unittest.TestCase):
     def pings(self, sandbox, address):
         """Ping from inside the sandbox's network namespace (its pause process's)."""
         pid = self.rt.client.sandbox_pid(sandbox)
-        r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "ping", "-c", "1", "-W",
-                            "2", address], capture_output=True, text=True, timeout=30)
+        r = subprocess.run(["/usr/bin/nsenter", f"--net=/proc/{pid}/ns/net", "/usr/bin/ping",
+                            "-c", "1", "-W", "2", address],
+                           capture_output=True, text=True, timeout=30)
         return r.returncode == 0
 
     def assert_nothing_in_use_and_clean(self):
