@@ -24,6 +24,11 @@ packages=(
     openssl               # the cluster tests' CA and certificates (etcd with client-certificate TLS)
     podman runc           # a real container runtime for the end-to-end tests (CNI network backend)
     busybox-static        # the test containers' whole root file system (no image pulled)
+    containerd            # the runtime Kubernetes uses: its CRI runs the tests/cri suite's pod sandboxes
+                          #   (run privately by the suite; the package starts no service without systemd)
+    python3-grpcio        # the tests/cri suite's CRI client: gRPC on containerd's socket
+    python3-protobuf      # the CRI messages in Python (the runtime of what protoc generates)
+    protobuf-compiler     # protoc: tests/cri/runtime_v1.proto to Python at build time
     prometheus prometheus-node-exporter  # the metrics test: a real scrape of the textfile collector
 )
 

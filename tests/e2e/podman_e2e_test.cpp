@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "tests/e2e/e2e_support.h"
 #include "tests/support/plugin_runner.h"
@@ -171,6 +173,69 @@ TEST_F(PodmanE2E, RunWithIpGetsThatAddress) {
     EXPECT_EQ(inside("fixed"), "10.124.0.77");
     start("other");
     EXPECT_NE(reported("other"), "10.124.0.77");
+    verify_clean();
+}
+
+// What podman (4.3, CNI backend) passes to the IPAM plugin, recorded by a script in front of
+// the plugin: docs/pools.md, "What each runtime passes". Even with the pod-annotations
+// capability declared, podman passes no annotations and no labels: CNI_ARGS names the container
+// only, and runtimeConfig holds only what podman itself was asked for (here nothing, so none).
+TEST_F(PodmanE2E, PassesTheIpamPluginNoLabelsNoAnnotationsAndOnlyTheContainerName) {
+    namespace fs = std::filesystem;
+    const std::string calls = dir.sub("calls");
+    fs::create_directories(calls);
+    fs::remove(dir.sub("bin/shmipam"));
+    std::ofstream(dir.sub("bin/shmipam")) << "#!/bin/sh\nrec=\"" << calls << "/$(date +%s%N).$$\"\n"
+                                          << "cat > \"$rec.stdin\"\nenv -0 > \"$rec.env\"\nexec "
+                                          << SHMIPAM_PLUGIN_PATH << " < \"$rec.stdin\"\n";
+    fs::permissions(dir.sub("bin/shmipam"), fs::perms::owner_all);
+    json conflist = json::parse(std::ifstream(dir.sub("net/" + network + ".conflist")));
+    conflist["plugins"][0]["capabilities"]["io.kubernetes.cri.pod-annotations"] = true;
+    std::ofstream(dir.sub("net/" + network + ".conflist"), std::ios::trunc) << conflist.dump();
+
+    const std::string label = "label-" + std::to_string(::getpid()) + "-marker";
+    const std::string annotation = "annotation-" + std::to_string(::getpid()) + "-marker";
+    const std::string id = start(
+        "facts", {"--label", "marker=" + label, "--annotation", "example.com/note=" + annotation});
+    ASSERT_FALSE(HasFailure());
+    auto r = podman({"rm", "--force", "--time", "0", "facts"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+
+    std::vector<std::string> bases;
+    for (const auto& e : fs::directory_iterator(calls)) {
+        const std::string name = e.path().string();
+        if (name.size() > 4 && name.substr(name.size() - 4) == ".env") {
+            bases.push_back(name.substr(0, name.size() - 4));
+        }
+    }
+    std::sort(bases.begin(), bases.end());
+    std::vector<std::string> commands;
+    for (const auto& base : bases) {
+        std::stringstream env_text, stdin_text;
+        env_text << std::ifstream(base + ".env").rdbuf();
+        stdin_text << std::ifstream(base + ".stdin").rdbuf();
+        std::map<std::string, std::string> env;
+        std::string kv;
+        while (std::getline(env_text, kv, '\0')) {
+            const size_t eq = kv.find('=');
+            if (kv.rfind("CNI_", 0) == 0 && eq != std::string::npos) {
+                env[kv.substr(0, eq)] = kv.substr(eq + 1);
+            }
+        }
+        commands.push_back(env["CNI_COMMAND"]);
+        EXPECT_EQ(env["CNI_CONTAINERID"], id);
+        EXPECT_EQ(env["CNI_ARGS"], "IgnoreUnknown=1;K8S_POD_NAME=facts")
+            << "no namespace, no uid, no pod: the container's name only";
+        const json in = json::parse(stdin_text.str());
+        EXPECT_FALSE(in.contains("runtimeConfig")) << in.dump();
+        EXPECT_FALSE(in.contains("args")) << in.dump();
+        for (const auto& text : {env_text.str(), stdin_text.str()}) {
+            EXPECT_EQ(text.find(label), std::string::npos) << "a label reached the plugin";
+            EXPECT_EQ(text.find(annotation), std::string::npos) << "an annotation did";
+        }
+    }
+    EXPECT_EQ(commands, (std::vector<std::string>{"ADD", "DEL"}));
+    EXPECT_TRUE(held().empty());
     verify_clean();
 }
 
