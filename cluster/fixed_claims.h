@@ -46,8 +46,8 @@ class FixedClaims {
         std::function<std::optional<engine::IpAddress>(const std::set<std::string>& taken)>;
     using Usable = std::function<bool(const engine::IpAddress&)>;
     Expected<FixedClaim> take(
-        const std::string& pool, const std::string& key, const std::string& node,
-        const Pick& pick, std::string* moved_from = nullptr,
+        const std::string& pool, const std::string& key, const std::string& node, const Pick& pick,
+        std::string* moved_from = nullptr,
         const Usable& usable = [](const engine::IpAddress&) { return true; });
     // Gives the claim up if it is still `node`'s and `unheld_here` (asked after the claim was
     // read, before it is deleted at that revision) says the node holds it no more: false when

@@ -16,7 +16,6 @@ using namespace config_fields;  // NOLINT(google-build-using-namespace): the fie
 
 namespace {
 
-
 Expected<std::vector<std::string>> name_list(const json& ipam, const char* key) {
     std::vector<std::string> out;
     auto it = ipam.find(key);

@@ -118,7 +118,8 @@ TEST_F(ClusterMode, GcKeepsAYoungBlockOfAMissingNodeAndItsDryRunShowsWhatApplyDo
     add_pods(2, 1);
     const std::string live = dir.sub("live.json");
     write_file(live, R"(["node-0"])");
-    auto dry = run_ctl({"cluster", "gc", "--config", config_file(0), "--live-nodes", live, "--json"});
+    auto dry =
+        run_ctl({"cluster", "gc", "--config", config_file(0), "--live-nodes", live, "--json"});
     auto applied = run_ctl(
         {"cluster", "gc", "--config", config_file(0), "--live-nodes", live, "--apply", "--json"});
     ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
@@ -155,6 +156,47 @@ TEST_F(ClusterMode, ARequestedAddressCountsAgainstMaxBlocksPerNode) {
     EXPECT_EQ(r.json()["code"], 100) << r.out;
     EXPECT_NE(r.out.find("maxBlocksPerNode"), std::string::npos) << r.out;
     EXPECT_EQ(blocks_of(store_blocks(), "node-0"), 1u);
+}
+
+// The node pass: a block taken from a node in the store (a gc with a wrong list, a store edited
+// by hand) leaves the node's cache at the next pass, even when none of its ADDs would run a
+// helper, and the node's ADDs never hand out an address from it again; addresses still in use
+// in it are reported (exit 1). A block the store gives the node that its cache lacks is adopted.
+TEST_F(ClusterMode, TheNodePassDropsABlockTakenFromTheNodeAndReportsWhatItStillUses) {
+    add_pods(0, 2);
+    auto before = store_blocks();
+    ASSERT_EQ(before.size(), 1u);
+    const cluster::Block taken = before[0];
+    // Given to node-1 behind node-0's back.
+    cluster::EtcdClient client(client_config());
+    ASSERT_TRUE(client.put(cluster::keys::block("/shmipam", "shared", taken.cidr),
+                           json{{"node", "node-1"}, {"nonce", "n"}, {"claimedUnixS", 1}}.dump()));
+    const std::string cache = dir.sub("node-0/data/_cluster/shared.blocks");
+    ASSERT_EQ(cached_blocks(cache), 1u);
+    auto pass = run_ctl({"cluster", "pass", "--config", config_file(0), "--json"});
+    EXPECT_EQ(pass.exit_code, 1) << pass.out << pass.err;
+    ASSERT_EQ(pass.json()["blocks"].size(), 1u) << pass.out;
+    EXPECT_EQ(pass.json()["blocks"][0]["action"], "dropped");
+    EXPECT_EQ(pass.json()["blocks"][0]["owner"], "node-1");
+    EXPECT_EQ(pass.json()["blocks"][0]["inUse"], 2) << pass.out;
+    EXPECT_EQ(cached_blocks(cache), 0u) << "the lost block left the cache";
+    // The next ADD takes nothing in the lost block.
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 0;
+    auto r = run_plugin(cni_env("ADD", "after-pass"), c.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(block_of(r.json()["ips"][0]["address"]), taken.cidr.to_string()) << r.out;
+    // A block the store gives node-0 that its cache lacks is adopted; then nothing to do.
+    const engine::Cidr extra{*engine::IpAddress::parse("10.77.0.240"), 28};
+    ASSERT_TRUE(client.put(cluster::keys::block("/shmipam", "shared", extra),
+                           json{{"node", "node-0"}, {"nonce", "m"}, {"claimedUnixS", 1}}.dump()));
+    auto adopt = run_ctl({"cluster", "pass", "--config", config_file(0)});
+    EXPECT_EQ(adopt.exit_code, 0) << adopt.out << adopt.err;
+    EXPECT_NE(adopt.out.find("adopted shared 10.77.0.240/28"), std::string::npos) << adopt.out;
+    EXPECT_EQ(cached_blocks(cache), 2u);
+    auto quiet = run_ctl({"cluster", "pass", "--config", config_file(0)});
+    EXPECT_EQ(quiet.exit_code, 0) << quiet.out;
+    EXPECT_NE(quiet.out.find("every cached block is the store's"), std::string::npos) << quiet.out;
 }
 
 TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsClearly) {

@@ -377,7 +377,8 @@ TEST_F(FixedAcrossNodes, ARequestedAddressIsHonouredWhenFreeAndRefusedWhenAnothe
     EXPECT_EQ(other.exit_code, 1) << other.out;
     EXPECT_EQ(other.json()["code"], 102) << other.out;
     EXPECT_NE(other.out.find("held by another fixed claim"), std::string::npos) << other.out;
-    for (const auto& c : claims_in_etcd()) EXPECT_NE(c.key, "sts:shop/db-1/eth0") << c.address.to_string();
+    for (const auto& c : claims_in_etcd())
+        EXPECT_NE(c.key, "sts:shop/db-1/eth0") << c.address.to_string();
 }
 
 }  // namespace

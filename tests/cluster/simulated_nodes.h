@@ -80,8 +80,8 @@ class SimulatedNodes : public ThreeEtcdMembers {
     void age_blocks(uint64_t seconds) const {
         cluster::EtcdClient client(client_config());
         for (const auto& b : store_blocks()) {
-            const json v{{"node", b.node}, {"nonce", b.nonce},
-                         {"claimedUnixS", b.claimed_unix_s - seconds}};
+            const json v{
+                {"node", b.node}, {"nonce", b.nonce}, {"claimedUnixS", b.claimed_unix_s - seconds}};
             ASSERT_TRUE(client.put(cluster::keys::block("/shmipam", "shared", b.cidr), v.dump()));
         }
     }

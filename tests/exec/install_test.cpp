@@ -131,8 +131,8 @@ TEST_F(Install, TheClusterHelperIsPutInPlaceBeforeThePlugin) {
 // Cluster mode reads the node's name from the file the install container writes from the
 // Node's spec.nodeName (ipam.nodeNameFile): never the host name.
 TEST_F(Install, TheNodesNameIsWrittenForClusterModeAndABadOneIsRefused) {
-    auto r = install({"--node-name", "worker-7.example", "--node-name-file",
-                      dir.sub("state/nodename")});
+    auto r =
+        install({"--node-name", "worker-7.example", "--node-name-file", dir.sub("state/nodename")});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_EQ(read_file(dir.sub("state/nodename")), "worker-7.example\n");
     auto bad = install({"--node-name", "a/b", "--node-name-file", dir.sub("other/nodename")});

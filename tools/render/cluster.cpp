@@ -51,6 +51,41 @@ std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBl
     return out;
 }
 
+json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows) {
+    json blocks = json::array();
+    for (const auto& r : rows) {
+        json row{
+            {"pool", r.pool}, {"block", r.block}, {"action", r.dropped ? "dropped" : "adopted"}};
+        if (r.dropped) {
+            row["owner"] = r.owner;
+            row["inUse"] = r.in_use;
+        }
+        blocks.push_back(std::move(row));
+    }
+    return {{"node", node}, {"blocks", blocks}};
+}
+
+std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows) {
+    std::string out;
+    for (const auto& r : rows) {
+        if (!r.dropped) {
+            out += "adopted " + r.pool + " " + r.block + ": the store gives it to " + node + "\n";
+            continue;
+        }
+        out += "dropped " + r.pool + " " + r.block + ": " +
+               (r.owner.empty() ? std::string("owned by no node") : "owned by " + r.owner) +
+               " in the store";
+        if (r.in_use != 0) {
+            out += "; " + std::to_string(r.in_use) +
+                   " addresses still in use here (their pods may share them with another node's: "
+                   "restart them)";
+        }
+        out += "\n";
+    }
+    if (rows.empty()) out += "node " + node + ": every cached block is the store's\n";
+    return out;
+}
+
 json cluster_gc_json(const std::vector<GcBlockRow>& rows, bool applied) {
     json blocks = json::array();
     for (const auto& r : rows) {

@@ -30,6 +30,16 @@ struct GcBlockRow {
     std::string kept;
 };
 
+// One block the node pass changed in a node's cache.
+struct PassRow {
+    std::string pool, block;
+    bool dropped = false;  // taken from the node in the store (else: adopted)
+    uint64_t in_use = 0;   // dropped: addresses still in use here in it
+    std::string owner;     // dropped: who owns it in the store now ("" for none)
+};
+nlohmann::json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows);
+std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows);
+
 nlohmann::json cluster_gc_json(const std::vector<GcBlockRow>& rows, bool applied);
 std::string cluster_gc_text(const std::vector<GcBlockRow>& rows, bool applied);
 

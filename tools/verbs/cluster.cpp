@@ -8,21 +8,24 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "base/directory.h"
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
+#include "cluster/cluster_identity.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
 #include "cluster/node_files.h"
-#include "ipam/pool_config.h"
 #include "engine/inspect/inspect.h"
+#include "ipam/pool_config.h"
 #include "tools/render/json.h"
 #include "tools/verbs/verbs.h"
 
@@ -70,8 +73,7 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
     // The node's name as the plugin knows it: never the host name (ipam/pool_config.h).
     s.node = !node.empty() ? node : text("nodeName", "");
     if (s.node.empty()) {
-        auto named =
-            ipam::read_node_name_file(text("nodeNameFile", ipam::kDefaultNodeNameFile));
+        auto named = ipam::read_node_name_file(text("nodeNameFile", ipam::kDefaultNodeNameFile));
         if (!named) return named.error();
         s.node = *named;
     }
@@ -271,6 +273,89 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
 
 namespace {
 
+// The pools this node caches blocks of: <dataDir>/_cluster/<pool>.blocks.
+std::set<std::string> cached_pools(const std::string& cache_dir) {
+    std::set<std::string> out;
+    (void)base::for_each_entry(cache_dir, [&](std::string_view name) {
+        const std::string n(name);
+        if (n.size() > 7 && n.compare(n.size() - 7, 7, ".blocks") == 0) {
+            out.insert(n.substr(0, n.size() - 7));
+        }
+    });
+    return out;
+}
+
+// One pass over one pool, under the pool lock (helpers write the cache under it too): the cache
+// rewritten to what the store gives the node, and what changed.
+Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::BlockStore& store,
+                                         const cluster::NodeFiles& files, const std::string& pool,
+                                         uint64_t lock_wait_ms) {
+    auto lock = cluster::PoolLock::acquire(files.lock(pool), lock_wait_ms);
+    if (!lock) return lock.error();
+    auto cached = cluster::read_block_cache(files.block_cache(pool));
+    if (!cached) return cached.error();
+    auto in_store = store.blocks(pool);
+    if (!in_store) return in_store.error();
+    std::vector<cluster::OwnedBlock> mine;
+    std::map<std::string, std::string> owner_of;
+    for (const auto& b : *in_store) {
+        owner_of[b.cidr.to_string()] = b.node;
+        if (b.node == setup.node) mine.push_back({b.cidr, b.mod_revision});
+    }
+    std::vector<PassRow> rows;
+    std::set<std::string> had;
+    for (const auto& b : *cached) had.insert(b.cidr.to_string());
+    for (const auto& b : mine) {
+        if (had.count(b.cidr.to_string()) == 0) rows.push_back({pool, b.cidr.to_string()});
+    }
+    std::map<std::string, uint64_t> use;
+    for (const auto& b : *cached) {
+        bool kept = false;
+        for (const auto& m : mine) kept = kept || m.cidr.to_string() == b.cidr.to_string();
+        if (kept) continue;
+        if (use.empty()) use = local_use(setup, pool, b.cidr.prefix);
+        const auto u = use.find(b.cidr.to_string());
+        const auto o = owner_of.find(b.cidr.to_string());
+        rows.push_back({pool, b.cidr.to_string(), true, u == use.end() ? 0 : u->second,
+                        o == owner_of.end() ? "" : o->second});
+    }
+    if (rows.empty()) return rows;
+    if (auto st = cluster::write_block_cache(files.block_cache(pool), mine); !st) {
+        return st.error();
+    }
+    return rows;
+}
+
+// One node pass over every pool the node caches or the store gives it blocks of.
+Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
+    auto view = read_store(setup);
+    if (!view) return view.error();
+    // Which cluster answers, before the caches are rewritten from it.
+    if (auto st = cluster::check_cluster_id(setup.data_dir + "/_cluster",
+                                            view->etcd->last_header().cluster_id);
+        !st) {
+        return st.error();
+    }
+    const cluster::NodeFiles files{setup.data_dir + "/_cluster", setup.run_dir + "/_cluster"};
+    std::set<std::string> pools = cached_pools(files.state_dir);
+    for (const auto& [pool, blocks] : view->blocks) {
+        for (const auto& b : blocks) {
+            if (b.node == setup.node) pools.insert(pool);
+        }
+    }
+    auto cfg = cluster::etcd_config_from_json(setup.etcd);
+    if (!cfg) return cfg.error();
+    cluster::BlockStore store(*view->etcd, cluster::etcd_prefix(setup.etcd));
+    std::vector<PassRow> out;
+    for (const auto& pool : pools) {
+        auto rows =
+            pass_pool(setup, store, files, pool, cluster::kLockWaitBudgets * cfg->budget_ms);
+        if (!rows) return rows.error();
+        out.insert(out.end(), rows->begin(), rows->end());
+    }
+    return out;
+}
+
 // Why a block of a node missing from the list is kept, or "": a block claimed after the list was
 // taken (its owner may have registered since: the list cannot speak for it), or within
 // blockMinAgeS (a node's first blocks while the list is being made). claimedUnixS is the
@@ -291,6 +376,39 @@ std::string kept_for_age(const cluster::Block& b, time_t list_taken_at, time_t n
 // a block claimed after the store was read is never seen, one claimed after the list was taken
 // or within blockMinAgeS is kept, and one claimed again meanwhile is left. So a gc never races
 // a live node, whatever the list's age (C1 of docs/cluster.md's failure table).
+// The node pass: a node learns within one period that a block was taken from it (a gc, a store
+// restored by hand) and stops serving from it, even when none of its ADDs runs a helper; it
+// adopts a block the store gives it that its cache lacks. Off the allocation path: a node that
+// never runs it is only slower to notice (its first ADD since boot, and each block claim,
+// rewrite the cache from the store too).
+int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o) {
+    auto setup = read_setup(o.config, "", common.run_dir);
+    if (!setup) return cannot_read(setup.error());
+    const auto once = [&]() -> int {
+        auto rows = node_pass(*setup);
+        if (!rows) return cannot_read(rows.error());
+        std::cout << (common.json ? json_text(cluster_pass_json(setup->node, *rows))
+                                  : cluster_pass_text(setup->node, *rows));
+        std::cout.flush();
+        for (const auto& r : *rows) {
+            if (r.dropped && r.in_use != 0) return kExitViolations;
+        }
+        return kExitClean;
+    };
+    if (o.every_s <= 0) return once();
+    // --every: the loop of a DaemonSet container (often its PID 1, which gets no SIGTERM
+    // without a handler) or a systemd service: stopped at once, between two passes or inside
+    // one (a cache is replaced by a rename, never left half written).
+    struct sigaction stop {};
+    stop.sa_handler = [](int) { ::_exit(0); };
+    ::sigaction(SIGTERM, &stop, nullptr);
+    ::sigaction(SIGINT, &stop, nullptr);
+    for (;;) {
+        (void)once();
+        std::this_thread::sleep_for(std::chrono::duration<double>(o.every_s));
+    }
+}
+
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
     auto setup = read_setup(o.config, "", common.run_dir);
     if (!setup) return cannot_read(setup.error());

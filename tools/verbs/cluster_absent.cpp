@@ -20,5 +20,8 @@ int cmd_cluster_ls(const CommonOptions&, const ClusterLsOptions&) {
 int cmd_cluster_gc(const CommonOptions&, const ClusterGcOptions&) {
     return absent();
 }
+int cmd_cluster_pass(const CommonOptions&, const ClusterPassOptions&) {
+    return absent();
+}
 
 }  // namespace shmipam::tools

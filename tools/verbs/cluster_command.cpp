@@ -33,6 +33,21 @@ void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
     ls->callback(
         [&common, ls_options, &exit_code] { exit_code = cmd_cluster_ls(common, *ls_options); });
 
+    auto* pass = cluster->add_subcommand(
+        "pass",
+        "the node pass: bring this node's block caches in line with the store (drop the blocks "
+        "taken from it, adopt the ones it lacks) and report; exit 1 when a dropped block still "
+        "has addresses in use here");
+    auto pass_options = std::make_shared<ClusterPassOptions>();
+    add_config_option(*pass, pass_options->config);
+    add_json_flag(*pass, common);
+    pass->add_option("--every", pass_options->every_s,
+                     "run again every this many seconds until stopped (a DaemonSet container, a "
+                     "systemd service)");
+    pass->callback([&common, pass_options, &exit_code] {
+        exit_code = cmd_cluster_pass(common, *pass_options);
+    });
+
     auto* gc = cluster->add_subcommand(
         "gc", "release the blocks of nodes that no longer exist (dry run unless --apply)");
     auto gc_options = std::make_shared<ClusterGcOptions>();

@@ -114,8 +114,8 @@ int cmd_install(const InstallOptions& o) {
         return cannot_read("install needs --cni-bin-dir and --cni-conf-dir");
     }
     const std::string from = o.from.empty() ? self_dir() : o.from;
-    if (!o.node_name.empty() && (o.node_name.size() > 253 ||
-                                 o.node_name.find_first_of(" /\t\n") != std::string::npos)) {
+    if (!o.node_name.empty() &&
+        (o.node_name.size() > 253 || o.node_name.find_first_of(" /\t\n") != std::string::npos)) {
         return cannot_read("--node-name " + o.node_name + " is not a Kubernetes node name");
     }
     // Everything read and checked first: a bad conf or a missing binary changes nothing.

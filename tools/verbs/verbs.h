@@ -71,7 +71,13 @@ struct ClusterGcOptions {
     bool apply = false;
     bool force = false;  // also when live_nodes names none of the nodes owning blocks
 };
+// cluster pass: the node pass (docs/cluster.md, "The node pass").
+struct ClusterPassOptions {
+    std::string config;  // the network config holding ipam.etcd
+    double every_s = 0;  // run again this often until stopped (a DaemonSet container, a timer)
+};
 int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o);
+int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o);
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o);
 
 // ---- shared by the verbs (common.cpp) ----
