@@ -213,6 +213,7 @@ std::string encode(const Request& r) {
         j["block"] = b->block.to_string();
         j["poolState"] = b->pool_state;
         j["minAgeS"] = b->min_age_s;
+        if (b->even_last) j["evenLast"] = true;
     }
     return j.dump();
 }
@@ -300,10 +301,12 @@ Expected<Request> decode(std::string_view text) {
         auto block = in.cidr("block");
         auto state = in.text("poolState");
         auto age = in.number("minAgeS", 300);
+        auto even_last = in.flag("evenLast");
         if (!block) return block.error();
         if (!state) return state.error();
         if (!age) return age.error();
-        return Request{ReleaseBlock{std::move(*scope), *block, *state, *age}};
+        if (!even_last) return even_last.error();
+        return Request{ReleaseBlock{std::move(*scope), *block, *state, *age, *even_last}};
     }
     return make_error(Code::kIncompatibleVersion,
                       "the cluster helper knows no op \"" + op + "\" in protocol version " +
@@ -316,7 +319,9 @@ json to_json(const BlockAnswer& a) {
     for (const auto& b : a.blocks) blocks.push_back(b.to_string());
     return {{"claimed", a.claimed ? json(a.claimed->to_string()) : json(nullptr)},
             {"atCap", a.at_cap},
-            {"blocks", blocks}};
+            {"blocks", blocks},
+            {"waitingFor", a.waiting_for},
+            {"holders", a.holders}};
 }
 
 json to_json(const FixedAnswer& a) {
@@ -342,6 +347,14 @@ Expected<BlockAnswer> block_answer(std::string_view text) {
     BlockAnswer out;
     out.claimed = optional_cidr(*a, "claimed");
     out.at_cap = a->value("atCap", false);
+    for (const char* f : {"waitingFor", "holders"}) {
+        auto list = a->find(f);
+        if (list == a->end() || !list->is_array()) continue;
+        for (const auto& n : *list) {
+            if (!n.is_string()) return unreadable_answer(*a);
+            (std::string(f) == "holders" ? out.holders : out.waiting_for).push_back(n);
+        }
+    }
     if (auto b = a->find("blocks"); b != a->end() && b->is_array()) {
         for (const auto& c : *b) {
             auto cidr = c.is_string() ? engine::Cidr::parse(c.get<std::string>()) : std::nullopt;

@@ -96,6 +96,8 @@ struct ReleaseBlock {
     engine::Cidr block;
     std::string pool_state;
     uint64_t min_age_s = 300;
+    // Even the node's last block of the pool (the node pass, while another node waits).
+    bool even_last = false;
 };
 
 using Request = std::variant<ClaimBlock, Refresh, TakeFixed, GiveUpFixed, ReleaseBlock>;
@@ -111,6 +113,9 @@ struct BlockAnswer {
     std::optional<engine::Cidr> claimed;
     bool at_cap = false;
     std::vector<engine::Cidr> blocks;
+    // None claimed and not at the cap: the nodes whose idle blocks the node now waits for (their
+    // node pass gives one back), or, when none is idle, the nodes holding the pool's blocks.
+    std::vector<std::string> waiting_for, holders;
 };
 struct FixedAnswer {
     engine::IpAddress address;

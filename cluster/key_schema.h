@@ -6,6 +6,8 @@
 //   <prefix>/v1/pools/<pool>/blocks/<address>-<len>    a block claim: the node that owns it
 //   <prefix>/v1/pools/<pool>/claims/<fixed claim key>  a fixed claim: its address and node
 //   <prefix>/v1/pools/<pool>/addresses/<address>       the fixed claim holding an address
+//   <prefix>/v1/pools/<pool>/waiting/<node>            a node that found no block left
+//   <prefix>/v1/pools/<pool>/idle/<address>-<len>      a block with no address in use
 //
 // e.g. "/shmipam/v1/pools/default-v4/blocks/10.1.0.64-26" (a '-' for the '/' of the CIDR, which
 // would read as a path separator). "v1" is the schema's version: a layout that changes what a key
@@ -25,6 +27,8 @@ inline constexpr std::string_view kBlocks = "/blocks/";
 inline constexpr std::string_view kClaims = "/claims/";
 inline constexpr std::string_view kAddresses = "/addresses/";
 inline constexpr std::string_view kMeta = "/meta";
+inline constexpr std::string_view kWaiting = "/waiting/";
+inline constexpr std::string_view kIdle = "/idle/";
 
 // Every pool's keys: <prefix>/v1/pools/
 inline std::string pools(const std::string& prefix) {
@@ -43,6 +47,17 @@ inline std::string addresses(const std::string& prefix, const std::string& pool)
     return pools(prefix) + pool + std::string(kAddresses);
 }
 
+inline std::string waiting(const std::string& prefix, const std::string& pool) {
+    return pools(prefix) + pool + std::string(kWaiting);
+}
+inline std::string waiter(const std::string& prefix, const std::string& pool,
+                          const std::string& node) {
+    return waiting(prefix, pool) + node;
+}
+inline std::string idle(const std::string& prefix, const std::string& pool) {
+    return pools(prefix) + pool + std::string(kIdle);
+}
+
 // A block's name in its key: "10.1.0.64-26".
 inline std::string block_name(const engine::Cidr& block) {
     return block.network().to_string() + "-" + std::to_string(block.prefix);
@@ -57,6 +72,10 @@ inline std::optional<engine::Cidr> block_of_name(std::string_view name) {
 inline std::string block(const std::string& prefix, const std::string& pool,
                          const engine::Cidr& cidr) {
     return blocks(prefix, pool) + block_name(cidr);
+}
+inline std::string idle_block(const std::string& prefix, const std::string& pool,
+                              const engine::Cidr& cidr) {
+    return idle(prefix, pool) + block_name(cidr);
 }
 inline std::string claim(const std::string& prefix, const std::string& pool,
                          const std::string& claim_key) {

@@ -55,6 +55,15 @@ std::vector<protocol::AddressRange> ranges_of(const pools::IpSet& set) {
     return out;
 }
 
+// "a, b and c".
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i) {
+        out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    }
+    return out.empty() ? "no node" : out;
+}
+
 std::vector<engine::Cidr> cached_blocks(const cluster::NodeFiles& files, const std::string& pool) {
     std::vector<engine::Cidr> out;
     auto cached = cluster::read_block_cache(files.block_cache(pool));
@@ -185,11 +194,21 @@ Expected<bool> ClusterSource::make_room(const PoolTarget& t,
     if (!out) return out.error();
     auto answer = protocol::block_answer(*out);
     if (!answer) return answer.error();
+    if (!answer->claimed && !answer->at_cap && !answer->waiting_for.empty()) {
+        // Free addresses exist in other nodes' idle blocks: the node now waits, and their node
+        // pass gives one back; the runtime's retry then claims it.
+        return make_error(
+            Code::kTryAgainLater,
+            "no block of " + t.pool + " is free; this node waits for one of the idle blocks of " +
+                joined(answer->waiting_for) + ", which their node pass gives back: try again",
+            "docs/cluster.md, \"No node shut out\"");
+    }
     if (!answer->claimed) {
         *why = answer->at_cap
                    ? "node " + request_.pools->node_name + " holds its maximum of " +
                          std::to_string(mode_.max_blocks) + " blocks (ipam.maxBlocksPerNode)"
-                   : "no block of " + t.pool + " is left in the cluster";
+                   : "no block of " + t.pool + " is left in the cluster: every block holds pods (" +
+                         joined(answer->holders) + " hold them)";
         return false;
     }
     return true;

@@ -65,6 +65,10 @@ std::string state_name(const pools::Candidate& c) {
     return (c.pool != nullptr ? kPoolPrefix : kSubnetPrefix) + c.name;
 }
 
+std::string pool_state_name(const std::string& pool) {
+    return kPoolPrefix + pool;
+}
+
 std::string object_name_of_state(const std::string& state) {
     for (const std::string_view prefix : {kPoolPrefix, kSubnetPrefix}) {
         if (state.starts_with(prefix)) return state.substr(prefix.size());

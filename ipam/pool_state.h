@@ -15,6 +15,8 @@ namespace shmipam::ipam {
 // The state directory name of a candidate: "ippool_<name>" or "subnet_<name>" (Kubernetes
 // names have no '_', so the two never meet).
 std::string state_name(const pools::Candidate& c);
+// The state directory name of the SpiderIPPool `pool` ("ippool_<pool>").
+std::string pool_state_name(const std::string& pool);
 // The pool or subnet name of a state directory name (what state_name made it from).
 std::string object_name_of_state(const std::string& state);
 

@@ -22,6 +22,7 @@
 #include "cluster/fixed_claims.h"
 #include "cluster/helper_protocol.h"
 #include "cluster/node_files.h"
+#include "cluster/waiting.h"
 #include "engine/addr/fingerprint.h"
 #include "engine/ops/allocator.h"
 #include "pools/ip_set.h"
@@ -125,10 +126,36 @@ int give_up_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& 
     return run.answer(protocol::to_json(protocol::GiveUpAnswer{*done}));
 }
 
+// The pool has no block left for this node: it records that it waits, and the answer names the
+// nodes whose idle blocks it waits for (their node pass gives one back), or, when no block is
+// idle, the nodes holding the pool's blocks.
+Status note_waiting(const Run& run, cluster::Waiting& waiting,
+                    const std::vector<cluster::Block>& owned, protocol::BlockAnswer& out) {
+    if (auto st = waiting.mark_waiting(run.scope.pool, run.scope.node); !st) return st;
+    auto idle = waiting.idle(run.scope.pool);
+    if (!idle) return idle.error();
+    std::set<std::string> idle_nodes, holders;
+    for (const auto& b : owned) {
+        holders.insert(b.node);
+        for (const auto& i : *idle) {
+            // Only a record that still names the block's owner (one left from an earlier owner
+            // says nothing).
+            if (i.block.to_string() == b.cidr.to_string() && i.node == b.node &&
+                b.node != run.scope.node) {
+                idle_nodes.insert(b.node);
+            }
+        }
+    }
+    out.waiting_for.assign(idle_nodes.begin(), idle_nodes.end());
+    out.holders.assign(holders.begin(), holders.end());
+    return Ok{};
+}
+
 // ClaimBlock and Refresh: a block claimed (or none, with Refresh), then the node's block cache
 // rewritten from the store.
-int claim_or_refresh(const Run& run, cluster::BlockStore& store, std::vector<cluster::Block> owned,
-                     const protocol::BlockGeometry& g, const protocol::ClaimBlock* claim) {
+int claim_or_refresh(const Run& run, cluster::BlockStore& store, cluster::Waiting& waiting,
+                     std::vector<cluster::Block> owned, const protocol::BlockGeometry& g,
+                     const protocol::ClaimBlock* claim) {
     const protocol::Scope& s = run.scope;
     if (auto st = store.check_geometry(s.pool, g.pool_cidr, g.block_prefix); !st) {
         return run.fail(st.error());
@@ -166,6 +193,11 @@ int claim_or_refresh(const Run& run, cluster::BlockStore& store, std::vector<clu
         if (*b) out.claimed = (*b)->cidr;
         // Nothing to claim: ADDs stop starting helpers ahead of need for a while.
         if (!*b) cluster::touch(run.files.ahead_none(s.pool));
+        if (!*b && !out.at_cap && !claim->ahead) {
+            if (auto st = note_waiting(run, waiting, owned, out); !st) return run.fail(st.error());
+        } else if (*b) {
+            (void)waiting.clear_waiting(s.pool, s.node);  // a stale record only ages out
+        }
     }
     // The node's blocks of the pool, as the store says now (if it cannot say, what the cache
     // had plus what was just claimed: a claimed block is never left out of the cache).
@@ -244,11 +276,12 @@ int serve(const protocol::Request& req) {
         if (!out) return run.fail(out.error());
         return run.answer(protocol::to_json(*out));
     }
+    cluster::Waiting waiting(etcd, prefix);
     if (const auto* c = std::get_if<protocol::ClaimBlock>(&req)) {
-        return claim_or_refresh(run, store, std::move(*owned), c->geometry, c);
+        return claim_or_refresh(run, store, waiting, std::move(*owned), c->geometry, c);
     }
     const auto& refresh = std::get<protocol::Refresh>(req);
-    return claim_or_refresh(run, store, std::move(*owned), refresh.geometry, nullptr);
+    return claim_or_refresh(run, store, waiting, std::move(*owned), refresh.geometry, nullptr);
 }
 
 }  // namespace

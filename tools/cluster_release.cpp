@@ -38,7 +38,7 @@ Expected<ReleaseAnswer> release_block(const cluster::protocol::ReleaseBlock& r,
         }
     }
     if (block == nullptr) return forget("not this node's block in the store");
-    if (mine.empty()) return forget("the node's last block of the pool is kept");
+    if (mine.empty() && !r.even_last) return forget("the node's last block of the pool is kept");
     if (now < block->claimed_unix_s + r.min_age_s) {
         cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block,
                                    block->claimed_unix_s + r.min_age_s);

@@ -199,6 +199,69 @@ TEST_F(ClusterMode, TheNodePassDropsABlockTakenFromTheNodeAndReportsWhatItStillU
     EXPECT_NE(quiet.out.find("every cached block is the store's"), std::string::npos) << quiet.out;
 }
 
+// No node shut out while addresses are free: four nodes each keep their last /28 of a /26 pool
+// empty; a fifth node finds no block. Once the holders' node passes recorded their blocks idle,
+// its ADD fails with 11 naming them and records that it waits; the next pass of one of them gives
+// its idle block back, even its last, and the retried ADD succeeds. With every block holding
+// pods the error is 100 naming the nodes that hold them. Before, the fifth node got 100 "no
+// block is left" for as long as the others kept their empty blocks.
+TEST_F(ClusterMode, ANodeFindingNoBlockWaitsForAnIdleOneWhichItsOwnersPassGivesBack) {
+    write_file(dir.sub("pools") + "/pool.yaml",
+               "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+               "metadata: {name: shared}\nspec: {subnet: 10.77.0.0/26, ips: "
+               "[\"10.77.0.0-10.77.0.63\"], default: true}\n");
+    const auto cfg = [&](int n) {
+        json c = config(n);
+        c["ipam"]["claimAheadPercent"] = 0;
+        c["ipam"]["blockMinAgeS"] = 0;
+        return c;
+    };
+    const auto pass = [&](int n) {
+        const std::string file = dir.sub("pass-" + std::to_string(n) + ".conf");
+        write_file(file, cfg(n).dump());
+        return run_ctl({"cluster", "pass", "--config", file});
+    };
+    for (int n = 0; n < 4; ++n) {
+        const std::string pod = "p" + std::to_string(n);
+        ASSERT_EQ(run_plugin(cni_env("ADD", pod), cfg(n).dump()).exit_code, 0);
+        ASSERT_EQ(run_plugin(cni_env("DEL", pod), cfg(n).dump()).exit_code, 0);
+    }
+    ASSERT_EQ(store_blocks().size(), 4u);
+    // No pass has run: nothing says the blocks are idle.
+    auto unknown = run_plugin(cni_env("ADD", "w1"), cfg(4).dump());
+    EXPECT_EQ(unknown.json()["code"], 100) << unknown.out;
+    EXPECT_NE(unknown.out.find("every block holds pods"), std::string::npos) << unknown.out;
+    EXPECT_NE(unknown.out.find("node-0"), std::string::npos) << unknown.out;
+    for (int n = 0; n < 4; ++n) ASSERT_EQ(pass(n).exit_code, 0);
+    auto waits = run_plugin(cni_env("ADD", "w1"), cfg(4).dump());
+    EXPECT_EQ(waits.json()["code"], 11) << waits.out;
+    for (int n = 0; n < 4; ++n) {
+        EXPECT_NE(waits.out.find("node-" + std::to_string(n)), std::string::npos) << waits.out;
+    }
+    auto given = pass(0);
+    EXPECT_EQ(given.exit_code, 0) << given.out << given.err;
+    EXPECT_NE(given.out.find("gave back shared"), std::string::npos) << given.out;
+    EXPECT_NE(given.out.find("node-4"), std::string::npos) << given.out;
+    EXPECT_EQ(blocks_of(store_blocks(), "node-0"), 0u) << "its last block, given back";
+    auto served = run_plugin(cni_env("ADD", "w1"), cfg(4).dump());
+    ASSERT_EQ(served.exit_code, 0) << served.out << served.err;
+    EXPECT_EQ(blocks_of(store_blocks(), "node-4"), 1u);
+    // The waiter got its block: the others keep theirs at their next pass.
+    for (int n = 1; n < 4; ++n) {
+        auto quiet = pass(n);
+        EXPECT_EQ(quiet.out.find("gave back"), std::string::npos) << quiet.out;
+    }
+    // Every block holds pods now: a sixth node is told so, 100, with the holders named.
+    for (int n = 1; n < 4; ++n) {
+        ASSERT_EQ(run_plugin(cni_env("ADD", "q" + std::to_string(n)), cfg(n).dump()).exit_code, 0);
+        ASSERT_EQ(pass(n).exit_code, 0);
+    }
+    auto full = run_plugin(cni_env("ADD", "x"), cfg(5).dump());
+    EXPECT_EQ(full.json()["code"], 100) << full.out;
+    EXPECT_NE(full.out.find("every block holds pods"), std::string::npos) << full.out;
+    EXPECT_NE(full.out.find("node-4"), std::string::npos) << full.out;
+}
+
 TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsClearly) {
     json c = config(0);
     c["ipam"]["claimAheadPercent"] = 0;  // steady state only: no helper ahead of need

@@ -54,11 +54,20 @@ std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBl
 json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows) {
     json blocks = json::array();
     for (const auto& r : rows) {
-        json row{
-            {"pool", r.pool}, {"block", r.block}, {"action", r.dropped ? "dropped" : "adopted"}};
-        if (r.dropped) {
-            row["owner"] = r.owner;
-            row["inUse"] = r.in_use;
+        json row{{"pool", r.pool}, {"block", r.block}};
+        switch (r.action) {
+            case PassRow::Action::kAdopted:
+                row["action"] = "adopted";
+                break;
+            case PassRow::Action::kDropped:
+                row["action"] = "dropped";
+                row["owner"] = r.owner;
+                row["inUse"] = r.in_use;
+                break;
+            case PassRow::Action::kGaveBack:
+                row["action"] = "gave back";
+                row["waiters"] = r.waiters;
+                break;
         }
         blocks.push_back(std::move(row));
     }
@@ -68,19 +77,30 @@ json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows
 std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows) {
     std::string out;
     for (const auto& r : rows) {
-        if (!r.dropped) {
-            out += "adopted " + r.pool + " " + r.block + ": the store gives it to " + node + "\n";
-            continue;
+        switch (r.action) {
+            case PassRow::Action::kAdopted:
+                out +=
+                    "adopted " + r.pool + " " + r.block + ": the store gives it to " + node + "\n";
+                break;
+            case PassRow::Action::kGaveBack: {
+                std::string who;
+                for (const auto& w : r.waiters) who += (who.empty() ? "" : ", ") + w;
+                out += "gave back " + r.pool + " " + r.block + ": idle, and " + who +
+                       " waited for a block\n";
+                break;
+            }
+            case PassRow::Action::kDropped:
+                out += "dropped " + r.pool + " " + r.block + ": " +
+                       (r.owner.empty() ? std::string("owned by no node") : "owned by " + r.owner) +
+                       " in the store";
+                if (r.in_use != 0) {
+                    out += "; " + std::to_string(r.in_use) +
+                           " addresses still in use here (their pods may share them with another "
+                           "node's: restart them)";
+                }
+                out += "\n";
+                break;
         }
-        out += "dropped " + r.pool + " " + r.block + ": " +
-               (r.owner.empty() ? std::string("owned by no node") : "owned by " + r.owner) +
-               " in the store";
-        if (r.in_use != 0) {
-            out += "; " + std::to_string(r.in_use) +
-                   " addresses still in use here (their pods may share them with another node's: "
-                   "restart them)";
-        }
-        out += "\n";
     }
     if (rows.empty()) out += "node " + node + ": every cached block is the store's\n";
     return out;

@@ -32,10 +32,12 @@ struct GcBlockRow {
 
 // One block the node pass changed in a node's cache.
 struct PassRow {
+    enum class Action { kAdopted, kDropped, kGaveBack };
     std::string pool, block;
-    bool dropped = false;  // taken from the node in the store (else: adopted)
-    uint64_t in_use = 0;   // dropped: addresses still in use here in it
-    std::string owner;     // dropped: who owns it in the store now ("" for none)
+    Action action = Action::kAdopted;
+    uint64_t in_use = 0;               // dropped: addresses still in use here in it
+    std::string owner;                 // dropped: who owns it in the store now ("" for none)
+    std::vector<std::string> waiters;  // gave back: the nodes that waited for a block
 };
 nlohmann::json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows);
 std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows);

@@ -24,8 +24,11 @@
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
 #include "cluster/node_files.h"
+#include "cluster/waiting.h"
 #include "engine/inspect/inspect.h"
 #include "ipam/pool_config.h"
+#include "ipam/pool_state.h"
+#include "tools/cluster_release.h"
 #include "tools/render/json.h"
 #include "tools/verbs/verbs.h"
 
@@ -285,11 +288,67 @@ std::set<std::string> cached_pools(const std::string& cache_dir) {
     return out;
 }
 
+// No node shut out (docs/cluster.md): the node's blocks with no address in use are recorded idle
+// in the store (and the record cleared when one is in use again); while another node waits for
+// a block, one idle block of this node older than blockMinAgeS is given back, even its last.
+Expected<std::optional<PassRow>> give_back_for_waiters(
+    const ClusterSetup& setup, cluster::BlockStore& store, cluster::Waiting& waiting,
+    const cluster::NodeFiles& files, const std::string& pool,
+    const std::vector<cluster::OwnedBlock>& mine) {
+    if (mine.empty()) return std::optional<PassRow>{};
+    const auto use = local_use(setup, pool, mine.front().cidr.prefix);
+    auto idle = waiting.idle(pool);
+    if (!idle) return idle.error();
+    std::map<std::string, uint64_t> idle_since;  // this node's idle records
+    for (const auto& i : *idle) {
+        if (i.node == setup.node) idle_since[i.block.to_string()] = i.since_unix_s;
+    }
+    std::vector<cluster::OwnedBlock> idle_now;
+    for (const auto& m : mine) {
+        const auto u = use.find(m.cidr.to_string());
+        const bool in_use = u != use.end() && u->second != 0;
+        const bool recorded = idle_since.count(m.cidr.to_string()) != 0;
+        if (in_use && recorded) {
+            if (auto st = waiting.clear_idle(pool, m.cidr); !st) return st.error();
+        } else if (!in_use && !recorded) {
+            if (auto st = waiting.mark_idle(pool, m.cidr, setup.node); !st) return st.error();
+        } else if (!in_use) {
+            idle_now.push_back(m);
+        }
+    }
+    const uint64_t now = uint64_t(std::time(nullptr));
+    auto waiters = waiting.waiters(pool, now);
+    if (!waiters) return waiters.error();
+    std::vector<std::string> others;
+    for (const auto& w : *waiters) {
+        if (w.node != setup.node) others.push_back(w.node);
+    }
+    if (others.empty()) return std::optional<PassRow>{};
+    for (const auto& m : idle_now) {
+        if (idle_since[m.cidr.to_string()] + setup.block_min_age_s > now) continue;
+        auto owned = store.blocks(pool);
+        if (!owned) return owned.error();
+        const cluster::protocol::ReleaseBlock req{
+            {setup.etcd, pool, setup.node, files.state_dir},
+            m.cidr,
+            setup.run_dir + "/_pools/" + ipam::pool_state_name(pool),
+            setup.block_min_age_s,
+            /*even_last=*/true};
+        auto released = cluster_helper::release_block(req, store, *owned);
+        if (!released) return released.error();
+        if (!released->released) continue;
+        if (auto st = waiting.clear_idle(pool, m.cidr); !st) return st.error();
+        return std::optional<PassRow>{
+            PassRow{pool, m.cidr.to_string(), PassRow::Action::kGaveBack, 0, "", others}};
+    }
+    return std::optional<PassRow>{};
+}
+
 // One pass over one pool, under the pool lock (helpers write the cache under it too): the cache
 // rewritten to what the store gives the node, and what changed.
 Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::BlockStore& store,
-                                         const cluster::NodeFiles& files, const std::string& pool,
-                                         uint64_t lock_wait_ms) {
+                                         cluster::Waiting& waiting, const cluster::NodeFiles& files,
+                                         const std::string& pool, uint64_t lock_wait_ms) {
     auto lock = cluster::PoolLock::acquire(files.lock(pool), lock_wait_ms);
     if (!lock) return lock.error();
     auto cached = cluster::read_block_cache(files.block_cache(pool));
@@ -306,7 +365,9 @@ Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::Blo
     std::set<std::string> had;
     for (const auto& b : *cached) had.insert(b.cidr.to_string());
     for (const auto& b : mine) {
-        if (had.count(b.cidr.to_string()) == 0) rows.push_back({pool, b.cidr.to_string()});
+        if (had.count(b.cidr.to_string()) == 0) {
+            rows.push_back({pool, b.cidr.to_string(), PassRow::Action::kAdopted});
+        }
     }
     std::map<std::string, uint64_t> use;
     for (const auto& b : *cached) {
@@ -316,12 +377,18 @@ Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::Blo
         if (use.empty()) use = local_use(setup, pool, b.cidr.prefix);
         const auto u = use.find(b.cidr.to_string());
         const auto o = owner_of.find(b.cidr.to_string());
-        rows.push_back({pool, b.cidr.to_string(), true, u == use.end() ? 0 : u->second,
-                        o == owner_of.end() ? "" : o->second});
+        rows.push_back({pool, b.cidr.to_string(), PassRow::Action::kDropped,
+                        u == use.end() ? 0 : u->second, o == owner_of.end() ? "" : o->second});
     }
-    if (rows.empty()) return rows;
-    if (auto st = cluster::write_block_cache(files.block_cache(pool), mine); !st) {
-        return st.error();
+    if (!rows.empty()) {
+        if (auto st = cluster::write_block_cache(files.block_cache(pool), mine); !st) {
+            return st.error();
+        }
+    }
+    if (auto given = give_back_for_waiters(setup, store, waiting, files, pool, mine); !given) {
+        return given.error();
+    } else if (*given) {
+        rows.push_back(std::move(**given));
     }
     return rows;
 }
@@ -346,10 +413,11 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
     cluster::BlockStore store(*view->etcd, cluster::etcd_prefix(setup.etcd));
+    cluster::Waiting waiting(*view->etcd, cluster::etcd_prefix(setup.etcd));
     std::vector<PassRow> out;
     for (const auto& pool : pools) {
-        auto rows =
-            pass_pool(setup, store, files, pool, cluster::kLockWaitBudgets * cfg->budget_ms);
+        auto rows = pass_pool(setup, store, waiting, files, pool,
+                              cluster::kLockWaitBudgets * cfg->budget_ms);
         if (!rows) return rows.error();
         out.insert(out.end(), rows->begin(), rows->end());
     }
@@ -391,7 +459,7 @@ int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o) {
                                   : cluster_pass_text(setup->node, *rows));
         std::cout.flush();
         for (const auto& r : *rows) {
-            if (r.dropped && r.in_use != 0) return kExitViolations;
+            if (r.action == PassRow::Action::kDropped && r.in_use != 0) return kExitViolations;
         }
         return kExitClean;
     };
