@@ -21,6 +21,9 @@ constexpr const char* op_name(const TakeFixed&) {
 constexpr const char* op_name(const GiveUpFixed&) {
     return "give-up-fixed";
 }
+constexpr const char* op_name(const ReadFixed&) {
+    return "read-fixed";
+}
 constexpr const char* op_name(const ReleaseBlock&) {
     return "release-block";
 }
@@ -208,6 +211,9 @@ std::string encode(const Request& r) {
         j["claimKey"] = g->claim_key;
         j["poolState"] = g->pool_state;
         j["ifname"] = g->ifname;
+    } else if (const auto* f = std::get_if<ReadFixed>(&r)) {
+        put_scope(j, f->scope);
+        j["claimKey"] = f->claim_key;
     } else if (const auto* b = std::get_if<ReleaseBlock>(&r)) {
         put_scope(j, b->scope);
         j["block"] = b->block.to_string();
@@ -296,6 +302,12 @@ Expected<Request> decode(std::string_view text) {
         if (!ifname) return ifname.error();
         return Request{GiveUpFixed{std::move(*scope), *key, *state, *ifname}};
     }
+    if (op == op_name(ReadFixed{})) {
+        if (!scope) return scope.error();
+        auto key = in.text("claimKey");
+        if (!key) return key.error();
+        return Request{ReadFixed{std::move(*scope), *key}};
+    }
     if (op == op_name(ReleaseBlock{})) {
         if (!scope) return scope.error();
         auto block = in.cidr("block");
@@ -330,6 +342,11 @@ json to_json(const FixedAnswer& a) {
 
 json to_json(const GiveUpAnswer& a) {
     return {{"released", a.released}};
+}
+
+json to_json(const FixedOwnerAnswer& a) {
+    return {{"node", a.node},
+            {"address", a.address ? json(a.address->to_string()) : json(nullptr)}};
 }
 
 json to_json(const ReleaseAnswer& a) {
@@ -380,6 +397,17 @@ Expected<GiveUpAnswer> give_up_answer(std::string_view text) {
     if (!a) return a.error();
     if (!a->contains("released") || !(*a)["released"].is_boolean()) return unreadable_answer(*a);
     return GiveUpAnswer{(*a)["released"].get<bool>()};
+}
+
+Expected<FixedOwnerAnswer> fixed_owner_answer(std::string_view text) {
+    auto a = answer_object(text);
+    if (!a) return a.error();
+    if (!a->contains("node") || !(*a)["node"].is_string()) return unreadable_answer(*a);
+    FixedOwnerAnswer out{(*a)["node"].get<std::string>(), std::nullopt};
+    if (auto it = a->find("address"); it != a->end() && it->is_string()) {
+        out.address = engine::IpAddress::parse(it->get<std::string>());
+    }
+    return out;
 }
 
 Expected<ReleaseAnswer> release_answer(std::string_view text) {

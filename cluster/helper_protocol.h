@@ -90,6 +90,12 @@ struct GiveUpFixed {
     std::string pool_state;
     std::string ifname;
 };
+// Reads the fixed claim `claim_key` (no write): which node holds it now. A sandbox's repeated
+// ADD and CHECK ask it, so that a sandbox whose pod's claim moved to another node learns so.
+struct ReadFixed {
+    Scope scope;
+    std::string claim_key;
+};
 // Gives `block` back to the cluster if it is still empty in `pool_state` and old enough.
 struct ReleaseBlock {
     Scope scope;
@@ -100,7 +106,7 @@ struct ReleaseBlock {
     bool even_last = false;
 };
 
-using Request = std::variant<ClaimBlock, Refresh, TakeFixed, GiveUpFixed, ReleaseBlock>;
+using Request = std::variant<ClaimBlock, Refresh, TakeFixed, GiveUpFixed, ReadFixed, ReleaseBlock>;
 
 std::string encode(const Request& r);
 // Code 6 for text that is not a JSON object, 1 for another version or an unknown op, 7 for a
@@ -121,6 +127,11 @@ struct FixedAnswer {
     engine::IpAddress address;
     std::string moved_from;  // the node the claim was taken over from, if any
 };
+// ReadFixed: the node holding the claim ("" when there is none) and its address.
+struct FixedOwnerAnswer {
+    std::string node;
+    std::optional<engine::IpAddress> address;
+};
 struct GiveUpAnswer {
     bool released = false;
 };
@@ -132,6 +143,7 @@ struct ReleaseAnswer {
 nlohmann::json to_json(const BlockAnswer& a);
 nlohmann::json to_json(const FixedAnswer& a);
 nlohmann::json to_json(const GiveUpAnswer& a);
+nlohmann::json to_json(const FixedOwnerAnswer& a);
 nlohmann::json to_json(const ReleaseAnswer& a);
 nlohmann::json error_json(const Error& e);
 
@@ -140,6 +152,7 @@ nlohmann::json error_json(const Error& e);
 Expected<BlockAnswer> block_answer(std::string_view text);
 Expected<FixedAnswer> fixed_answer(std::string_view text);
 Expected<GiveUpAnswer> give_up_answer(std::string_view text);
+Expected<FixedOwnerAnswer> fixed_owner_answer(std::string_view text);
 Expected<ReleaseAnswer> release_answer(std::string_view text);
 
 }  // namespace shmipam::cluster::protocol

@@ -226,6 +226,25 @@ Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const std::st
     return FixedTake{answer->address, std::make_shared<cluster::PoolLock>(std::move(*lock))};
 }
 
+Status ClusterSource::still_held(const Request& r, const std::string& pool) {
+    if (!fixed_across_nodes(pool)) return Ok{};
+    auto fixed = fixed_claim_of(r);
+    if (!fixed || !*fixed) return Ok{};
+    const protocol::ReadFixed req{scope(pool), (*fixed)->key};
+    auto out = run_helper(helper_path(mode_), protocol::encode(req));
+    if (!out) return out.error();
+    auto owner = protocol::fixed_owner_answer(*out);
+    if (!owner) return owner.error();
+    if (owner->node == request_.pools->node_name) return Ok{};
+    return make_error(Code::kClaimMoved,
+                      "the fixed address of " + r.pod.namespace_ + "/" + r.pod.name + " in " +
+                          pool + " is held by " +
+                          (owner->node.empty() ? std::string("no node")
+                                               : "node " + owner->node + "'s newer sandbox") +
+                          ": this sandbox (" + r.key.container_id + ") must not use it any more",
+                      "docs/cluster.md, \"Fixed addresses across nodes\"");
+}
+
 Status ClusterSource::after_release(const Request& r, const std::string& pool,
                                     const std::vector<engine::IpAddress>& released,
                                     engine::Allocator& alloc, engine::NetworkStore& store) {

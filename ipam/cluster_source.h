@@ -76,6 +76,10 @@ class ClusterSource final : public AddressSource {
     // node's (no write) and the local claim, which would leave an address etcd gives no claim.
     Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key,
                                    const std::optional<engine::IpAddress>& wanted) override;
+    // In a fixed-address pool, asks the store (the helper's read-fixed) whether the pod's claim
+    // still names this node: a pod started on another node took it over, and this sandbox
+    // must not answer it any more (its repeated ADD and CHECK fail with 123).
+    Status still_held(const Request& r, const std::string& pool) override;
     bool tracks_releases() const override { return true; }
     // A block of the node left with no address in use is marked to be given back (when the node
     // has another block of the pool), and a marked block whose time has come is handed to a

@@ -27,6 +27,8 @@ class LocalSource final : public AddressSource {
                                    const std::optional<engine::IpAddress>&) override {
         return make_error(Code::kInternal, "pool " + t.pool + " is not a fixed-address pool");
     }
+    // On one node a newer sandbox's claim is the engine's concern (its own 123).
+    Status still_held(const Request&, const std::string&) override { return Ok{}; }
     bool tracks_releases() const override { return false; }
     Status after_release(const Request&, const std::string&, const std::vector<engine::IpAddress>&,
                          engine::Allocator&, engine::NetworkStore&) override {

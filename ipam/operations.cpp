@@ -44,8 +44,9 @@ Status del(const Request& r, Upkeep& upkeep) {
 
 Status check(const Request& r, Upkeep& upkeep) {
     if (!r.pools) return ranges_check(r, upkeep);
-    return with_catalog(r, upkeep,
-                        [&](const pools::Catalog& c) { return pool_check(r, c, upkeep); });
+    return with_catalog(r, upkeep, [&](const pools::Catalog& c) {
+        return pool_check(r, c, *source_for(r), upkeep);
+    });
 }
 
 Status gc(const Request& r, Upkeep& upkeep) {

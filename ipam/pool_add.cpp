@@ -334,6 +334,11 @@ Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog, Ad
         holdings->clear();
     }
     if (!holdings->empty()) {
+        for (const Holdings& h : *holdings) {
+            if (auto st = source.still_held(r, object_name_of_state(h.state)); !st) {
+                return st.error();
+            }
+        }
         std::vector<Answered> addrs;
         for (const Holdings& h : *holdings) {
             for (const auto& a : h.addresses) addrs.push_back({h.state, a});

@@ -1,17 +1,20 @@
 // Pool mode's CHECK and STATUS.
 #include "ipam/open_states.h"
 #include "ipam/pool_mode.h"
+#include "ipam/pool_state.h"
 #include "ipam/prev_result.h"
 
 namespace shmipam::ipam {
 
-Status pool_check(const Request& r, const pools::Catalog& catalog, Upkeep& upkeep) {
+Status pool_check(const Request& r, const pools::Catalog& catalog, AddressSource& source,
+                  Upkeep& upkeep) {
     std::vector<OpenState> opened;
     auto holdings = find_holdings(r, catalog, opened);
     if (!holdings) return holdings.error();
     std::vector<engine::IpAddress> held;
     for (const Holdings& h : *holdings) {
         for (const auto& a : h.addresses) held.push_back(a.address);
+        if (auto st = source.still_held(r, object_name_of_state(h.state)); !st) return st;
     }
     if (held.empty()) {
         return make_error(Code::kCheckNoAllocation, "no address is allocated to container " +

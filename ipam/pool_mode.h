@@ -22,7 +22,8 @@ Status pool_del(const Request& r, const pools::Catalog& catalog, AddressSource& 
                 Upkeep& upkeep);
 Status pool_gc(const Request& r, const pools::Catalog& catalog, Upkeep& upkeep);
 // What the attachment holds in every pool state, against prevResult's addresses in the pools.
-Status pool_check(const Request& r, const pools::Catalog& catalog, Upkeep& upkeep);
+Status pool_check(const Request& r, const pools::Catalog& catalog, AddressSource& source,
+                  Upkeep& upkeep);
 // 50 when poolsDir holds no pool and no subnet that could serve.
 Status pool_status(const Request& r, const pools::Catalog& catalog);
 

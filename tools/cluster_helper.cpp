@@ -268,6 +268,15 @@ int serve(const protocol::Request& req) {
     if (const auto* t = std::get_if<protocol::TakeFixed>(&req)) {
         return take_fixed(run, etcd, prefix, *t);
     }
+    if (const auto* f = std::get_if<protocol::ReadFixed>(&req)) {
+        auto all = cluster::FixedClaims(etcd, prefix).all(f->scope.pool);
+        if (!all) return run.fail(all.error());
+        protocol::FixedOwnerAnswer out;
+        for (const auto& c : *all) {
+            if (c.key == f->claim_key) out = {c.node, c.address};
+        }
+        return run.answer(protocol::to_json(out));
+    }
     if (const auto* g = std::get_if<protocol::GiveUpFixed>(&req)) {
         return give_up_fixed(run, etcd, prefix, *g);
     }

@@ -381,5 +381,37 @@ TEST_F(FixedAcrossNodes, ARequestedAddressIsHonouredWhenFreeAndRefusedWhenAnothe
         EXPECT_NE(c.key, "sts:shop/db-1/eth0") << c.address.to_string();
 }
 
+// A StatefulSet pod started on two nodes at once: the later start takes the claim over, and the
+// earlier sandbox learns it wherever the plugin can tell it: its repeated ADD and its CHECK fail
+// with 123 naming the node that holds the claim now, and its node's pass reports the sandbox
+// still using the address (exit 1). Before, both sandboxes kept answering the address.
+TEST_F(FixedAcrossNodes, ASandboxWhoseClaimMovedToAnotherNodeLearnsItAtItsAddCheckAndNodePass) {
+    auto first = add(0, "c1", "db-0");
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    auto moved = add(1, "c2", "db-0");
+    ASSERT_EQ(moved.exit_code, 0) << moved.out << moved.err;
+    ASSERT_EQ(address(moved), address(first));
+    auto again = add(0, "c1", "db-0");
+    EXPECT_EQ(again.exit_code, 1) << again.out;
+    EXPECT_EQ(again.json()["code"], 123) << again.out;
+    EXPECT_NE(again.out.find("node-1"), std::string::npos) << again.out;
+    json check = sts_config(0, "db-0");
+    check["prevResult"] = {{"cniVersion", "1.1.0"}, {"ips", {{{"address", address(first)}}}}};
+    auto checked = run_plugin(env("CHECK", "c1", "db-0"), check.dump());
+    EXPECT_EQ(checked.json()["code"], 123) << checked.out;
+    const std::string conf = dir.sub("node-0-sts.conf");
+    write_file(conf, sts_config(0, "db-0").dump());
+    auto pass = run_ctl({"cluster", "pass", "--config", conf});
+    EXPECT_EQ(pass.exit_code, 1) << pass.out << pass.err;
+    EXPECT_NE(pass.out.find("moved sts claim sts:shop/db-0/eth0"), std::string::npos) << pass.out;
+    EXPECT_NE(pass.out.find("sandbox c1"), std::string::npos) << pass.out;
+    // The pod's sandbox on node 1 is served as ever.
+    auto there = add(1, "c2", "db-0");
+    EXPECT_EQ(there.exit_code, 0) << there.out;
+    check = sts_config(1, "db-0");
+    check["prevResult"] = {{"cniVersion", "1.1.0"}, {"ips", {{{"address", address(moved)}}}}};
+    EXPECT_EQ(run_plugin(env("CHECK", "c2", "db-0"), check.dump()).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace shmipam::testing

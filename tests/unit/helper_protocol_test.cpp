@@ -62,6 +62,13 @@ TEST(HelperProtocol, EveryOpSurvivesEncodeAndDecodeWhole) {
     EXPECT_EQ(g2.pool_state, "/run/p");
     EXPECT_EQ(g2.ifname, "net1");
 
+    const ReadFixed f2 = round_trip(ReadFixed{scope(), "sts:shop/db-0/eth0"});
+    EXPECT_EQ(f2.claim_key, "sts:shop/db-0/eth0");
+    auto owner = fixed_owner_answer(
+        to_json(FixedOwnerAnswer{"node-b", engine::IpAddress::parse("10.1.0.5")}).dump());
+    ASSERT_TRUE(owner);
+    EXPECT_EQ(owner->node, "node-b");
+
     const ReleaseBlock b2 =
         round_trip(ReleaseBlock{scope(), *engine::Cidr::parse("10.1.0.64/26"), "/run/p", 42});
     EXPECT_EQ(b2.block.to_string(), "10.1.0.64/26");

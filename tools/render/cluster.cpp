@@ -68,6 +68,11 @@ json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows
                 row["action"] = "gave back";
                 row["waiters"] = r.waiters;
                 break;
+            case PassRow::Action::kMoved:
+                row["action"] = "moved";
+                row["owner"] = r.owner;
+                row["container"] = r.container;
+                break;
         }
         blocks.push_back(std::move(row));
     }
@@ -89,6 +94,11 @@ std::string cluster_pass_text(const std::string& node, const std::vector<PassRow
                        " waited for a block\n";
                 break;
             }
+            case PassRow::Action::kMoved:
+                out += "moved " + r.pool + " " + r.block + ": node " + r.owner +
+                       " holds it now, and sandbox " + r.container +
+                       " here still uses it (delete it: its pod runs on " + r.owner + ")\n";
+                break;
             case PassRow::Action::kDropped:
                 out += "dropped " + r.pool + " " + r.block + ": " +
                        (r.owner.empty() ? std::string("owned by no node") : "owned by " + r.owner) +

@@ -32,12 +32,13 @@ struct GcBlockRow {
 
 // One block the node pass changed in a node's cache.
 struct PassRow {
-    enum class Action { kAdopted, kDropped, kGaveBack };
+    enum class Action { kAdopted, kDropped, kGaveBack, kMoved };
     std::string pool, block;
     Action action = Action::kAdopted;
     uint64_t in_use = 0;               // dropped: addresses still in use here in it
     std::string owner;                 // dropped: who owns it in the store now ("" for none)
     std::vector<std::string> waiters;  // gave back: the nodes that waited for a block
+    std::string container;             // moved: the sandbox here still using the claim
 };
 nlohmann::json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows);
 std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows);

@@ -25,6 +25,7 @@
 #include "cluster/fixed_claims.h"
 #include "cluster/node_files.h"
 #include "cluster/waiting.h"
+#include "engine/addr/fingerprint.h"
 #include "engine/inspect/inspect.h"
 #include "ipam/pool_config.h"
 #include "ipam/pool_state.h"
@@ -41,7 +42,8 @@ namespace {
 struct ClusterSetup {
     json etcd;
     std::string node, data_dir, run_dir;
-    uint64_t block_min_age_s = 300;  // ipam.blockMinAgeS
+    uint64_t block_min_age_s = 300;     // ipam.blockMinAgeS
+    std::set<std::string> fixed_pools;  // ipam.fixedAddressPools
 };
 
 // The ipam section holding "etcd" in a network config or conflist (its "plugins"). The node is
@@ -84,6 +86,11 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
     s.run_dir = text("runDir", run_dir);
     if (auto a = ipam->find("blockMinAgeS"); a != ipam->end() && a->is_number_unsigned()) {
         s.block_min_age_s = a->get<uint64_t>();
+    }
+    if (auto f = ipam->find("fixedAddressPools"); f != ipam->end() && f->is_array()) {
+        for (const auto& n : *f) {
+            if (n.is_string()) s.fixed_pools.insert(n.get<std::string>());
+        }
     }
     return s;
 }
@@ -393,6 +400,32 @@ Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::Blo
     return rows;
 }
 
+// The fixed claims of `pool` this node's sandboxes still use while the store gives them to another
+// node (a pod started there took them over): those sandboxes must not use them any more.
+Expected<std::vector<PassRow>> moved_claims(const ClusterSetup& setup, cluster::EtcdClient& etcd,
+                                            const std::string& pool) {
+    std::vector<PassRow> out;
+    auto store = open_network(setup.run_dir, "pool/" + pool, shm::Access::kReadOnly);
+    if (!store) return out;  // no state of the pool on this node
+    auto claims = cluster::FixedClaims(etcd, cluster::etcd_prefix(setup.etcd)).all(pool);
+    if (!claims) return claims.error();
+    engine::NetworkConfig none;
+    for (const auto& local : engine::Allocator(**store, none).claims()) {
+        if (local.use != engine::ClaimView::Use::kInUse) continue;
+        for (const auto& c : *claims) {
+            // The claim key ends with the interface ("sts:<ns>/<pod>/<ifname>").
+            const std::string ifname = c.key.substr(c.key.rfind('/') + 1);
+            if (!(engine::fingerprint(c.key, ifname) == local.fp) || c.node == setup.node) continue;
+            PassRow row{pool, "claim " + c.key + " (" + c.address.to_string() + ")",
+                        PassRow::Action::kMoved};
+            row.owner = c.node;
+            row.container = local.container_id;
+            out.push_back(std::move(row));
+        }
+    }
+    return out;
+}
+
 // One node pass over every pool the node caches or the store gives it blocks of.
 Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     auto view = read_store(setup);
@@ -418,6 +451,11 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     for (const auto& pool : pools) {
         auto rows = pass_pool(setup, store, waiting, files, pool,
                               cluster::kLockWaitBudgets * cfg->budget_ms);
+        if (!rows) return rows.error();
+        out.insert(out.end(), rows->begin(), rows->end());
+    }
+    for (const auto& pool : setup.fixed_pools) {
+        auto rows = moved_claims(setup, *view->etcd, pool);
         if (!rows) return rows.error();
         out.insert(out.end(), rows->begin(), rows->end());
     }
@@ -459,7 +497,10 @@ int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o) {
                                   : cluster_pass_text(setup->node, *rows));
         std::cout.flush();
         for (const auto& r : *rows) {
-            if (r.action == PassRow::Action::kDropped && r.in_use != 0) return kExitViolations;
+            if ((r.action == PassRow::Action::kDropped && r.in_use != 0) ||
+                r.action == PassRow::Action::kMoved) {
+                return kExitViolations;
+            }
         }
         return kExitClean;
     };
