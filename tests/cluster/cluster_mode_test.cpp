@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +21,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cluster/block_cache.h"
 #include "cluster/release_due.h"
+#include "engine/ops/allocator.h"
 #include "tests/cluster/simulated_nodes.h"
 
 namespace shmipam::testing {
@@ -260,6 +263,60 @@ TEST_F(ClusterMode, ANodeFindingNoBlockWaitsForAnIdleOneWhichItsOwnersPassGivesB
     EXPECT_EQ(full.json()["code"], 100) << full.out;
     EXPECT_NE(full.out.find("every block holds pods"), std::string::npos) << full.out;
     EXPECT_NE(full.out.find("node-4"), std::string::npos) << full.out;
+}
+
+// A helper killed after it gave a block back (out of the cache, deleted in the store) while it
+// still held the block's slots leaves them CLAIMING under a dead lease in a block no ADD scans
+// again: `cluster ls` flagged them forever (exit 1). The node pass heals them.
+TEST_F(ClusterMode, SlotsAHelperHeldWhenKilledAfterGivingABlockBackAreHealedByTheNodePass) {
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 0;
+    auto kept = run_plugin(cni_env("ADD", "p1"), c.dump());
+    ASSERT_EQ(kept.exit_code, 0) << kept.out;
+    const std::string kept_block = block_of(kept.json()["ips"][0]["address"]);
+    const std::string other = kept_block == "10.77.0.240/28" ? "10.77.0.20" : "10.77.0.245";
+    auto added = run_plugin(cni_env("ADD", "p2", "eth0", "IgnoreUnknown=1;IP=" + other), c.dump());
+    ASSERT_EQ(added.exit_code, 0) << added.out;
+    ASSERT_EQ(run_plugin(cni_env("DEL", "p2"), c.dump()).exit_code, 0);
+    cluster::Block given;
+    std::vector<cluster::OwnedBlock> left;
+    for (const auto& b : store_blocks()) {
+        if (b.cidr.to_string() == block_of(other + "/24")) {
+            given = b;
+        } else {
+            left.push_back({b.cidr, b.mod_revision});
+        }
+    }
+    ASSERT_EQ(left.size(), 1u);
+    // The give-back's first two steps, done: out of the cache, out of the store.
+    ASSERT_TRUE(cluster::write_block_cache(dir.sub("node-0/data/_cluster/shared.blocks"), left));
+    cluster::EtcdClient client(client_config());
+    ASSERT_TRUE(cluster::BlockStore(client, "/shmipam").release("shared", given));
+    // The helper dies holding the block's slots.
+    const pid_t child = ::fork();
+    if (child == 0) {
+        auto arena = engine::NetworkStore::open_existing(dir.sub("node-0/run/_pools/ippool_shared"),
+                                                         shm::Access::kReadWrite);
+        if (!arena) ::_exit(2);
+        (*arena)->act_as_invocation();
+        engine::NetworkConfig cfg;
+        cfg.reuse_delay_ms = 0;  // as the node's config
+        (void)engine::Allocator(**arena, cfg).while_block_empty(given.cidr.network(), [] {
+            ::_exit(0);
+            return Status(Ok{});
+        });
+        ::_exit(3);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    auto before = run_ctl({"cluster", "ls", "--config", config_file(0)});
+    EXPECT_EQ(before.exit_code, 1) << before.out << before.err;
+    auto pass = run_ctl({"cluster", "pass", "--config", config_file(0)});
+    EXPECT_EQ(pass.exit_code, 0) << pass.out << pass.err;
+    EXPECT_NE(pass.out.find("healed shared"), std::string::npos) << pass.out;
+    auto after = run_ctl({"cluster", "ls", "--config", config_file(0)});
+    EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
 }
 
 TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsClearly) {

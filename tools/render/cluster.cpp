@@ -68,6 +68,9 @@ json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows
                 row["action"] = "gave back";
                 row["waiters"] = r.waiters;
                 break;
+            case PassRow::Action::kHealed:
+                row["action"] = "healed";
+                break;
             case PassRow::Action::kMoved:
                 row["action"] = "moved";
                 row["owner"] = r.owner;
@@ -94,6 +97,9 @@ std::string cluster_pass_text(const std::string& node, const std::vector<PassRow
                        " waited for a block\n";
                 break;
             }
+            case PassRow::Action::kHealed:
+                out += "healed " + r.pool + ": " + r.block + " that dead invocations left\n";
+                break;
             case PassRow::Action::kMoved:
                 out += "moved " + r.pool + " " + r.block + ": node " + r.owner +
                        " holds it now, and sandbox " + r.container +

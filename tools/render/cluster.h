@@ -32,7 +32,7 @@ struct GcBlockRow {
 
 // One block the node pass changed in a node's cache.
 struct PassRow {
-    enum class Action { kAdopted, kDropped, kGaveBack, kMoved };
+    enum class Action { kAdopted, kDropped, kGaveBack, kMoved, kHealed };
     std::string pool, block;
     Action action = Action::kAdopted;
     uint64_t in_use = 0;               // dropped: addresses still in use here in it

@@ -27,6 +27,7 @@
 #include "cluster/waiting.h"
 #include "engine/addr/fingerprint.h"
 #include "engine/inspect/inspect.h"
+#include "engine/recovery/recovery.h"
 #include "ipam/pool_config.h"
 #include "ipam/pool_state.h"
 #include "tools/cluster_release.h"
@@ -400,6 +401,24 @@ Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::Blo
     return rows;
 }
 
+// What a dead invocation or helper left in the pool's state on this node is healed (the engine's
+// sweep, as shmipamctl repair does): above all slots a helper killed after giving a block back
+// held in a block the node no longer lists, which no ADD would scan again.
+Expected<std::optional<PassRow>> heal_pool_state(const ClusterSetup& setup,
+                                                 const std::string& pool) {
+    auto store = open_network(setup.run_dir, "pool/" + pool, shm::Access::kReadWrite);
+    if (!store) return std::optional<PassRow>{};  // no state of the pool on this node
+    (*store)->act_as_invocation();
+    auto swept = engine::sweep(**store);
+    if (!swept) return swept.error();
+    if (swept->slots_healed == 0 && swept->entries_healed == 0) return std::optional<PassRow>{};
+    PassRow row{pool,
+                std::to_string(swept->slots_healed) + " slots, " +
+                    std::to_string(swept->entries_healed) + " attachments",
+                PassRow::Action::kHealed};
+    return std::optional<PassRow>{std::move(row)};
+}
+
 // The fixed claims of `pool` this node's sandboxes still use while the store gives them to another
 // node (a pod started there took them over): those sandboxes must not use them any more.
 Expected<std::vector<PassRow>> moved_claims(const ClusterSetup& setup, cluster::EtcdClient& etcd,
@@ -449,6 +468,9 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     cluster::Waiting waiting(*view->etcd, cluster::etcd_prefix(setup.etcd));
     std::vector<PassRow> out;
     for (const auto& pool : pools) {
+        auto healed = heal_pool_state(setup, pool);
+        if (!healed) return healed.error();
+        if (*healed) out.push_back(std::move(**healed));
         auto rows = pass_pool(setup, store, waiting, files, pool,
                               cluster::kLockWaitBudgets * cfg->budget_ms);
         if (!rows) return rows.error();
