@@ -21,6 +21,9 @@ constexpr const char* op_name(const TakeFixed&) {
 constexpr const char* op_name(const GiveUpFixed&) {
     return "give-up-fixed";
 }
+constexpr const char* op_name(const GiveUpUnheld&) {
+    return "give-up-unheld";
+}
 constexpr const char* op_name(const ReadFixed&) {
     return "read-fixed";
 }
@@ -211,6 +214,9 @@ std::string encode(const Request& r) {
         j["claimKey"] = g->claim_key;
         j["poolState"] = g->pool_state;
         j["ifname"] = g->ifname;
+    } else if (const auto* u = std::get_if<GiveUpUnheld>(&r)) {
+        put_scope(j, u->scope);
+        j["poolState"] = u->pool_state;
     } else if (const auto* f = std::get_if<ReadFixed>(&r)) {
         put_scope(j, f->scope);
         j["claimKey"] = f->claim_key;
@@ -301,6 +307,12 @@ Expected<Request> decode(std::string_view text) {
         if (!state) return state.error();
         if (!ifname) return ifname.error();
         return Request{GiveUpFixed{std::move(*scope), *key, *state, *ifname}};
+    }
+    if (op == op_name(GiveUpUnheld{})) {
+        if (!scope) return scope.error();
+        auto state = in.text("poolState");
+        if (!state) return state.error();
+        return Request{GiveUpUnheld{std::move(*scope), *state}};
     }
     if (op == op_name(ReadFixed{})) {
         if (!scope) return scope.error();

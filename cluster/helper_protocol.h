@@ -90,6 +90,12 @@ struct GiveUpFixed {
     std::string pool_state;
     std::string ifname;
 };
+// Gives up every fixed claim of the pool that names this node and that the pool state
+// `pool_state` holds no more (a CNI GC freed them by their policy), each as GiveUpFixed does.
+struct GiveUpUnheld {
+    Scope scope;
+    std::string pool_state;
+};
 // Reads the fixed claim `claim_key` (no write): which node holds it now. A sandbox's repeated
 // ADD and CHECK ask it, so that a sandbox whose pod's claim moved to another node learns so.
 struct ReadFixed {
@@ -106,7 +112,8 @@ struct ReleaseBlock {
     bool even_last = false;
 };
 
-using Request = std::variant<ClaimBlock, Refresh, TakeFixed, GiveUpFixed, ReadFixed, ReleaseBlock>;
+using Request = std::variant<ClaimBlock, Refresh, TakeFixed, GiveUpFixed, GiveUpUnheld, ReadFixed,
+                             ReleaseBlock>;
 
 std::string encode(const Request& r);
 // Code 6 for text that is not a JSON object, 1 for another version or an unknown op, 7 for a

@@ -66,6 +66,9 @@ class AddressSource {
     // new claim, when the ADD asks for one).
     virtual Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key,
                                            const std::optional<engine::IpAddress>& wanted) = 0;
+    // After a CNI GC released `released` attachments of the state `store` of `pool`.
+    virtual Status after_gc(const std::string& pool, size_t released,
+                            engine::NetworkStore& store) = 0;
     // Whether the attachment of `r` may still use what it holds in `pool` (its repeated ADD and
     // CHECK ask): 123 when the pod's fixed claim moved to another node's newer sandbox.
     virtual Status still_held(const Request& r, const std::string& pool) = 0;

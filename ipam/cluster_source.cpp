@@ -261,13 +261,42 @@ Status ClusterSource::after_release(const Request& r, const std::string& pool,
         if (!answer) return answer.error();
         return Ok{};
     }
+    std::vector<engine::Cidr> touched;
+    for (const auto& a : released) touched.push_back(engine::Cidr{a, a.bits()});
+    mark_emptied_blocks(pool, touched, store);
+    return Ok{};
+}
+
+Status ClusterSource::after_gc(const std::string& pool, size_t released,
+                               engine::NetworkStore& store) {
+    if (released == 0) return Ok{};
+    if (fixed_across_nodes(pool)) {
+        const protocol::GiveUpUnheld req{scope(pool), store.dir()};
+        auto out = run_helper(helper_path(mode_), protocol::encode(req));
+        if (!out) return out.error();
+        auto answer = protocol::give_up_answer(*out);
+        if (!answer) return answer.error();
+        return Ok{};
+    }
+    std::vector<engine::Cidr> every;
     auto blocks = cluster::read_block_cache(files_.block_cache(pool));
-    if (!blocks || blocks->size() < 2) return Ok{};  // the node keeps one block per pool
+    for (const auto& b : blocks ? *blocks : std::vector<cluster::OwnedBlock>{}) {
+        every.push_back(b.cidr);
+    }
+    mark_emptied_blocks(pool, every, store);
+    return Ok{};
+}
+
+void ClusterSource::mark_emptied_blocks(const std::string& pool,
+                                        const std::vector<engine::Cidr>& touched,
+                                        engine::NetworkStore& store) {
+    auto blocks = cluster::read_block_cache(files_.block_cache(pool));
+    if (!blocks || blocks->size() < 2) return;  // the node keeps one block per pool
     const uint64_t now = uint64_t(std::time(nullptr));
-    for (const auto& a : released) {
+    for (const auto& t : touched) {
         for (const auto& b : *blocks) {
-            if (b.cidr.address.family != a.family || !b.cidr.contains(a)) continue;
-            auto in_use = engine::in_use_in_block(store, a);
+            if (b.cidr.address.family != t.address.family || !b.cidr.contains(t.address)) continue;
+            auto in_use = engine::in_use_in_block(store, t.address);
             if (in_use && *in_use == 0) {
                 // From when its addresses have cooled; the helper adds the block's minimum age.
                 cluster::write_release_due(files_.state_dir, pool, b.cidr,
@@ -286,9 +315,8 @@ Status ClusterSource::after_release(const Request& r, const std::string& pool,
         const protocol::ReleaseBlock req{scope(pool), due.block, store.dir(),
                                          mode_.block_min_age_s};
         spawn_detached(helper_path(mode_), protocol::encode(req), -1);
-        return Ok{};  // one at a time: the next DEL starts the next
+        return;  // one at a time: the next DEL starts the next
     }
-    return Ok{};
 }
 
 }  // namespace shmipam::ipam

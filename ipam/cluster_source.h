@@ -80,6 +80,11 @@ class ClusterSource final : public AddressSource {
     // still names this node: a pod started on another node took it over, and this sandbox
     // must not answer it any more (its repeated ADD and CHECK fail with 123).
     Status still_held(const Request& r, const std::string& pool) override;
+    // A GC that released attachments: the node's blocks of the pool left with no address in use
+    // are marked to be given back (and a due one's release started), as after a DEL; in a
+    // fixed-address pool, the etcd claims of this node that the pool state holds no more (freed
+    // by their policy) are given up.
+    Status after_gc(const std::string& pool, size_t released, engine::NetworkStore& store) override;
     bool tracks_releases() const override { return true; }
     // A block of the node left with no address in use is marked to be given back (when the node
     // has another block of the pool), and a marked block whose time has come is handed to a
@@ -92,6 +97,10 @@ class ClusterSource final : public AddressSource {
                          engine::NetworkStore& store) override;
 
   private:
+    // Marks the blocks among `blocks` left with no address in use to be given back (the node
+    // keeps one block per pool), and starts the release of one whose time has come.
+    void mark_emptied_blocks(const std::string& pool, const std::vector<engine::Cidr>& blocks,
+                             engine::NetworkStore& store);
     cluster::protocol::Scope scope(const std::string& pool) const;
     cluster::protocol::BlockGeometry geometry(const PoolTarget& t) const;
     // The pool lock, waited for at most the bound of cluster/node_files.h; code 50 at once when

@@ -27,6 +27,7 @@ class LocalSource final : public AddressSource {
                                    const std::optional<engine::IpAddress>&) override {
         return make_error(Code::kInternal, "pool " + t.pool + " is not a fixed-address pool");
     }
+    Status after_gc(const std::string&, size_t, engine::NetworkStore&) override { return Ok{}; }
     // On one node a newer sandbox's claim is the engine's concern (its own 123).
     Status still_held(const Request&, const std::string&) override { return Ok{}; }
     bool tracks_releases() const override { return false; }

@@ -51,7 +51,8 @@ Status check(const Request& r, Upkeep& upkeep) {
 
 Status gc(const Request& r, Upkeep& upkeep) {
     if (!r.pools) return ranges_gc(r, upkeep);
-    return with_catalog(r, upkeep, [&](const pools::Catalog& c) { return pool_gc(r, c, upkeep); });
+    return with_catalog(
+        r, upkeep, [&](const pools::Catalog& c) { return pool_gc(r, c, *source_for(r), upkeep); });
 }
 
 Status status(const Request& r, Upkeep& upkeep) {

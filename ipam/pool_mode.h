@@ -20,7 +20,8 @@ Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog, Ad
 // first error returned (the runtime retries; the others are done).
 Status pool_del(const Request& r, const pools::Catalog& catalog, AddressSource& source,
                 Upkeep& upkeep);
-Status pool_gc(const Request& r, const pools::Catalog& catalog, Upkeep& upkeep);
+Status pool_gc(const Request& r, const pools::Catalog& catalog, AddressSource& source,
+               Upkeep& upkeep);
 // What the attachment holds in every pool state, against prevResult's addresses in the pools.
 Status pool_check(const Request& r, const pools::Catalog& catalog, AddressSource& source,
                   Upkeep& upkeep);

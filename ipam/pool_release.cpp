@@ -32,7 +32,8 @@ Status pool_del(const Request& r, const pools::Catalog& catalog, AddressSource& 
     return Ok{};
 }
 
-Status pool_gc(const Request& r, const pools::Catalog& catalog, Upkeep& upkeep) {
+Status pool_gc(const Request& r, const pools::Catalog& catalog, AddressSource& source,
+               Upkeep& upkeep) {
     if (!r.valid_attachments) {
         return make_error(Code::kInvalidConfig,
                           "GC needs \"cni.dev/valid-attachments\" in the config");
@@ -41,7 +42,10 @@ Status pool_gc(const Request& r, const pools::Catalog& catalog, Upkeep& upkeep) 
     std::optional<Error> first_error = open_every_state(r, catalog, opened);
     for (OpenState& s : opened) {
         auto gc = s.allocator().gc(*r.valid_attachments, network_tag(r.network.name));
-        if (!gc && !first_error) first_error = gc.error();
+        Status done = gc ? source.after_gc(object_name_of_state(s.name),
+                                           gc->released + gc->claims_expired, *s.store)
+                         : Status(gc.error());
+        if (!done && !first_error) first_error = done.error();
     }
     if (first_error) return *first_error;
     keep_states(upkeep, opened);

@@ -268,6 +268,22 @@ int serve(const protocol::Request& req) {
     if (const auto* t = std::get_if<protocol::TakeFixed>(&req)) {
         return take_fixed(run, etcd, prefix, *t);
     }
+    if (const auto* u = std::get_if<protocol::GiveUpUnheld>(&req)) {
+        cluster::FixedClaims claims(etcd, prefix);
+        auto all = claims.all(u->scope.pool);
+        if (!all) return run.fail(all.error());
+        protocol::GiveUpAnswer out;
+        for (const auto& c : *all) {
+            if (c.node != u->scope.node) continue;
+            // The claim key ends with the interface ("sts:<ns>/<pod>/<ifname>").
+            const std::string ifname = c.key.substr(c.key.rfind('/') + 1);
+            auto done = claims.give_up(u->scope.pool, c.key, u->scope.node,
+                                       [&] { return unheld_here(u->pool_state, c.key, ifname); });
+            if (!done) return run.fail(done.error());
+            out.released = out.released || *done;
+        }
+        return run.answer(protocol::to_json(out));
+    }
     if (const auto* f = std::get_if<protocol::ReadFixed>(&req)) {
         auto all = cluster::FixedClaims(etcd, prefix).all(f->scope.pool);
         if (!all) return run.fail(all.error());

@@ -319,6 +319,28 @@ TEST_F(ClusterMode, SlotsAHelperHeldWhenKilledAfterGivingABlockBackAreHealedByTh
     EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
 }
 
+// A CNI GC that releases the last attachment of a block marks the block to be given back, as a
+// DEL does. Before, only DELs marked blocks, and a block emptied by GC stayed the node's.
+TEST_F(ClusterMode, AGcThatEmptiesABlockGivesItBackAsADelWould) {
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 0;
+    c["ipam"]["blockMinAgeS"] = 0;
+    auto kept = run_plugin(cni_env("ADD", "p1"), c.dump());
+    ASSERT_EQ(kept.exit_code, 0) << kept.out;
+    const std::string kept_block = block_of(kept.json()["ips"][0]["address"]);
+    const std::string other = kept_block == "10.77.0.240/28" ? "10.77.0.20" : "10.77.0.245";
+    auto stale = run_plugin(cni_env("ADD", "p2", "eth0", "IgnoreUnknown=1;IP=" + other), c.dump());
+    ASSERT_EQ(stale.exit_code, 0) << stale.out;
+    ASSERT_EQ(blocks_of(store_blocks(), "node-0"), 2u);
+    json gc = c;
+    gc["cni.dev/valid-attachments"] = json::array({{{"containerID", "p1"}, {"ifname", "eth0"}}});
+    auto r = run_plugin(cni_env("GC", ""), gc.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(wait_for_blocks([&] { return store_blocks(); }, "node-0", 1))
+        << "the block GC emptied was not given back";
+    for (const auto& b : store_blocks()) EXPECT_EQ(b.cidr.to_string(), kept_block);
+}
+
 TEST_F(ClusterMode, WithEtcdGoneAddsInsideOwnedBlocksSucceedAndANewBlockFailsClearly) {
     json c = config(0);
     c["ipam"]["claimAheadPercent"] = 0;  // steady state only: no helper ahead of need

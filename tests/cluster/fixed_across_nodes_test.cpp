@@ -413,5 +413,21 @@ TEST_F(FixedAcrossNodes, ASandboxWhoseClaimMovedToAnotherNodeLearnsItAtItsAddChe
     EXPECT_EQ(run_plugin(env("CHECK", "c2", "db-0"), check.dump()).exit_code, 0);
 }
 
+// A CNI GC frees fixed claims by their policy, in etcd too: a pod whose claim is released at
+// once (policy 0) no longer holds its address anywhere; one kept forever keeps it. Before, GC
+// freed the local claim and left the etcd claim, so the address stayed taken in the cluster.
+TEST_F(FixedAcrossNodes, AGcGivesUpInEtcdTheFixedClaimsItFreesByTheirPolicy) {
+    ASSERT_EQ(add(0, "c1", "db-0", "0").exit_code, 0);
+    ASSERT_EQ(add(0, "c2", "db-1").exit_code, 0);
+    ASSERT_EQ(claims_in_etcd().size(), 2u);
+    json gc = sts_config(0, "db-0", "0");
+    gc["cni.dev/valid-attachments"] = json::array();
+    auto r = run_plugin(cni_env("GC", ""), gc.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::set<std::string> left;
+    for (const auto& c : claims_in_etcd()) left.insert(c.key);
+    EXPECT_EQ(left, (std::set<std::string>{"sts:shop/db-1/eth0"}));
+}
+
 }  // namespace
 }  // namespace shmipam::testing

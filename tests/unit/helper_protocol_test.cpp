@@ -62,6 +62,9 @@ TEST(HelperProtocol, EveryOpSurvivesEncodeAndDecodeWhole) {
     EXPECT_EQ(g2.pool_state, "/run/p");
     EXPECT_EQ(g2.ifname, "net1");
 
+    const GiveUpUnheld u2 = round_trip(GiveUpUnheld{scope(), "/run/p"});
+    EXPECT_EQ(u2.pool_state, "/run/p");
+
     const ReadFixed f2 = round_trip(ReadFixed{scope(), "sts:shop/db-0/eth0"});
     EXPECT_EQ(f2.claim_key, "sts:shop/db-0/eth0");
     auto owner = fixed_owner_answer(

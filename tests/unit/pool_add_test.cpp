@@ -82,6 +82,7 @@ class FakeBlockSource final : public AddressSource {
         return make_error(Code::kInternal, "no fixed pools here");
     }
     Status still_held(const Request&, const std::string&) override { return Ok{}; }
+    Status after_gc(const std::string&, size_t, engine::NetworkStore&) override { return Ok{}; }
     bool tracks_releases() const override { return true; }
     Status after_release(const Request&, const std::string&, const std::vector<IpAddress>& r,
                          engine::Allocator&, engine::NetworkStore&) override {
