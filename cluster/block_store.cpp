@@ -45,7 +45,8 @@ Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool) {
     return out;
 }
 
-Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks() {
+Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks(
+    std::vector<std::string>* unreadable) {
     auto kvs = etcd_.get_prefix(keys::pools(prefix_));
     if (!kvs) return kvs.error();
     std::map<std::string, std::vector<Block>> out;
@@ -53,7 +54,11 @@ Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks() {
         // The pools' meta keys, claims and addresses are not blocks.
         auto k = keys::split(prefix_, kv.key, keys::kBlocks);
         if (!k) continue;
-        if (auto b = block_of(kv)) out[k->pool].push_back(*b);
+        if (auto b = block_of(kv)) {
+            out[k->pool].push_back(*b);
+        } else if (unreadable != nullptr) {
+            unreadable->push_back(kv.key);
+        }
     }
     return out;
 }

@@ -39,7 +39,9 @@ class BlockStore {
     // Every block of the pool that some node owns.
     Expected<std::vector<Block>> blocks(const std::string& pool);
     // Every owned block of every pool, by pool (the operator's view: shmipamctl cluster).
-    Expected<std::map<std::string, std::vector<Block>>> all_blocks();
+    // `unreadable` (if given) gets the keys of values that are not a block (skipped).
+    Expected<std::map<std::string, std::vector<Block>>> all_blocks(
+        std::vector<std::string>* unreadable = nullptr);
     // The pool's blocks, in the order `node` tries them (starting at a hash of its name).
     static std::vector<engine::Cidr> claim_order(const engine::Cidr& pool_cidr, int block_prefix,
                                                  const std::string& node);

@@ -241,6 +241,13 @@ TEST_F(ClusterMode, ANodeFindingNoBlockWaitsForAnIdleOneWhichItsOwnersPassGivesB
     for (int n = 0; n < 4; ++n) {
         EXPECT_NE(waits.out.find("node-" + std::to_string(n)), std::string::npos) << waits.out;
     }
+    // cluster ls reports the node waiting and the idle blocks it waits for.
+    const std::string conf0 = dir.sub("pass-0.conf");
+    auto ls = run_ctl({"cluster", "ls", "--config", conf0, "--json"});
+    ASSERT_EQ(ls.exit_code, 0) << ls.out << ls.err;
+    ASSERT_EQ(ls.json()["waiting"].size(), 1u) << ls.out;
+    EXPECT_EQ(ls.json()["waiting"][0]["node"], "node-4");
+    EXPECT_EQ(ls.json()["idle"].size(), 4u) << ls.out;
     auto given = pass(0);
     EXPECT_EQ(given.exit_code, 0) << given.out << given.err;
     EXPECT_NE(given.out.find("gave back shared"), std::string::npos) << given.out;
@@ -321,6 +328,19 @@ TEST_F(ClusterMode, SlotsAHelperHeldWhenKilledAfterGivingABlockBackAreHealedByTh
 
 // A CNI GC that releases the last attachment of a block marks the block to be given back, as a
 // DEL does. Before, only DELs marked blocks, and a block emptied by GC stayed the node's.
+// A value under the prefix that is not a block (written by hand, another tool's) is named by
+// cluster ls, which exits 1, instead of being skipped unseen.
+TEST_F(ClusterMode, ClusterLsNamesAStoreValueThatIsNotABlock) {
+    add_pods(0, 1);
+    cluster::EtcdClient client(client_config());
+    const std::string key =
+        cluster::keys::block("/shmipam", "shared", *engine::Cidr::parse("10.77.0.240/28"));
+    ASSERT_TRUE(client.put(key, "not a block"));
+    auto ls = run_ctl({"cluster", "ls", "--config", config_file(0)});
+    EXPECT_EQ(ls.exit_code, 1) << ls.out << ls.err;
+    EXPECT_NE(ls.out.find("unreadable store value: " + key), std::string::npos) << ls.out;
+}
+
 TEST_F(ClusterMode, AGcThatEmptiesABlockGivesItBackAsADelWould) {
     json c = config(0);
     c["ipam"]["claimAheadPercent"] = 0;

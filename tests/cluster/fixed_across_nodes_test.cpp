@@ -405,6 +405,11 @@ TEST_F(FixedAcrossNodes, ASandboxWhoseClaimMovedToAnotherNodeLearnsItAtItsAddChe
     EXPECT_EQ(pass.exit_code, 1) << pass.out << pass.err;
     EXPECT_NE(pass.out.find("moved sts claim sts:shop/db-0/eth0"), std::string::npos) << pass.out;
     EXPECT_NE(pass.out.find("sandbox c1"), std::string::npos) << pass.out;
+    auto ls = run_ctl({"cluster", "ls", "--config", conf, "--json"});
+    EXPECT_EQ(ls.exit_code, 1) << ls.out << ls.err;
+    ASSERT_EQ(ls.json()["moved"].size(), 1u) << ls.out;
+    EXPECT_EQ(ls.json()["moved"][0]["owner"], "node-1");
+    EXPECT_EQ(ls.json()["moved"][0]["container"], "c1");
     // The pod's sandbox on node 1 is served as ever.
     auto there = add(1, "c2", "db-0");
     EXPECT_EQ(there.exit_code, 0) << there.out;

@@ -7,7 +7,8 @@ namespace shmipam::tools {
 
 using nlohmann::json;
 
-json cluster_ls_json(const std::string& node, const std::vector<ClusterBlockRow>& rows) {
+json cluster_ls_json(const std::string& node, const std::vector<ClusterBlockRow>& rows,
+                     const ClusterLsNotes& notes) {
     json blocks = json::array();
     size_t problems = 0;
     for (const auto& r : rows) {
@@ -22,10 +23,26 @@ json cluster_ls_json(const std::string& node, const std::vector<ClusterBlockRow>
         }
         blocks.push_back(std::move(b));
     }
-    return {{"node", node}, {"blocks", blocks}, {"problems", problems}};
+    json waiting = json::array(), idle = json::array(), moved = json::array();
+    for (const auto& w : notes.waiting) {
+        waiting.push_back({{"pool", w.pool}, {"node", w.node}, {"secondsAgo", w.seconds_ago}});
+    }
+    for (const auto& i : notes.idle) {
+        idle.push_back(
+            {{"pool", i.pool}, {"block", i.block}, {"node", i.node}, {"idleS", i.idle_s}});
+    }
+    for (const auto& m : notes.moved) {
+        moved.push_back(
+            {{"pool", m.pool}, {"claim", m.claim}, {"owner", m.owner}, {"container", m.container}});
+    }
+    problems += notes.moved.size() + notes.unreadable.size();
+    return {{"node", node},        {"blocks", blocks}, {"waiting", waiting},
+            {"idle", idle},        {"moved", moved},   {"unreadable", notes.unreadable},
+            {"problems", problems}};
 }
 
-std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBlockRow>& rows) {
+std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBlockRow>& rows,
+                            const ClusterLsNotes& notes) {
     size_t wp = 4, wb = 5, wo = 5;
     for (const auto& r : rows) {
         wp = std::max(wp, r.pool.size());
@@ -46,6 +63,24 @@ std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBl
         out += line + (r.problem.empty() ? "-" : r.problem) + "\n";
         problems += !r.problem.empty();
     }
+    for (const auto& w : notes.waiting) {
+        out += "waiting for a block of " + w.pool + ": node " + w.node + " (last tried " +
+               std::to_string(w.seconds_ago) + " s ago)\n";
+    }
+    for (const auto& i : notes.idle) {
+        out +=
+            "idle: " + i.pool + " " + i.block + " of node " + i.node + ", no address in use for " +
+            std::to_string(i.idle_s) + " s" +
+            (notes.waiting.empty() ? " (no node waits for a block)"
+                                   : " (given back at its node's next pass while a node waits)") +
+            "\n";
+    }
+    for (const auto& m : notes.moved) {
+        out += "moved: " + m.pool + " " + m.claim + " is node " + m.owner + "'s now, and sandbox " +
+               m.container + " here still uses it\n";
+    }
+    for (const auto& k : notes.unreadable) out += "unreadable store value: " + k + "\n";
+    problems += notes.moved.size() + notes.unreadable.size();
     out += std::to_string(rows.size()) + " blocks, " + std::to_string(problems) +
            (problems == 1 ? " disagreement\n" : " disagreements\n");
     return out;

@@ -20,8 +20,31 @@ struct ClusterBlockRow {
     std::string problem;                // empty when the store, cache and arena agree
 };
 
-nlohmann::json cluster_ls_json(const std::string& node, const std::vector<ClusterBlockRow>& rows);
-std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBlockRow>& rows);
+// What `cluster ls` reports beside the blocks: nodes waiting for a block, idle blocks, fixed claims
+// whose pod's sandbox runs on another node while one here still uses them, and store values
+// that are not what they should be.
+struct ClusterLsNotes {
+    struct Waiting {
+        std::string pool, node;
+        uint64_t seconds_ago = 0;
+    };
+    struct Idle {
+        std::string pool, block, node;
+        uint64_t idle_s = 0;
+    };
+    struct Moved {
+        std::string pool, claim, owner, container;
+    };
+    std::vector<Waiting> waiting;
+    std::vector<Idle> idle;
+    std::vector<Moved> moved;
+    std::vector<std::string> unreadable;  // keys
+};
+
+nlohmann::json cluster_ls_json(const std::string& node, const std::vector<ClusterBlockRow>& rows,
+                               const ClusterLsNotes& notes);
+std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBlockRow>& rows,
+                            const ClusterLsNotes& notes);
 
 struct GcBlockRow {
     std::string pool, block, node;  // block: a CIDR, or "claim <key> (<address>)"

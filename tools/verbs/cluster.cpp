@@ -185,18 +185,24 @@ Expected<std::set<std::string>> live_nodes(const std::string& path) {
 struct StoreView {
     std::unique_ptr<cluster::EtcdClient> etcd;
     std::map<std::string, std::vector<cluster::Block>> blocks;
+    std::vector<std::string> unreadable;  // keys of block values that do not parse
 };
 Expected<StoreView> read_store(const ClusterSetup& setup) {
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
     StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}};
-    auto all = cluster::BlockStore(*v.etcd, cluster::etcd_prefix(setup.etcd)).all_blocks();
+    auto all =
+        cluster::BlockStore(*v.etcd, cluster::etcd_prefix(setup.etcd)).all_blocks(&v.unreadable);
     if (!all) return all.error();
     v.blocks = std::move(*all);
     return v;
 }
 
 }  // namespace
+
+// What cluster ls reports beside the blocks (ClusterLsNotes); defined with the node pass.
+Expected<ClusterLsNotes> ls_notes(const ClusterSetup& setup, StoreView& view,
+                                  const std::map<std::string, int>& pools);
 
 int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
     auto setup = read_setup(o.config, o.node, common.run_dir);
@@ -275,10 +281,12 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
         }
         out.push_back(std::move(r));
     }
-    size_t problems = 0;
+    auto notes = ls_notes(*setup, *view, prefix_of);
+    if (!notes) return cannot_read(notes.error());
+    size_t problems = notes->moved.size() + notes->unreadable.size();
     for (const auto& r : out) problems += !r.problem.empty();
-    std::cout << (common.json ? json_text(cluster_ls_json(setup->node, out))
-                              : cluster_ls_text(setup->node, out));
+    std::cout << (common.json ? json_text(cluster_ls_json(setup->node, out, *notes))
+                              : cluster_ls_text(setup->node, out, *notes));
     return problems == 0 ? kExitClean : kExitViolations;
 }
 
@@ -444,6 +452,40 @@ Expected<std::vector<PassRow>> moved_claims(const ClusterSetup& setup, cluster::
     }
     return out;
 }
+
+}  // namespace
+
+Expected<ClusterLsNotes> ls_notes(const ClusterSetup& setup, StoreView& view,
+                                  const std::map<std::string, int>& pools) {
+    ClusterLsNotes notes;
+    notes.unreadable = view.unreadable;
+    cluster::Waiting waiting(*view.etcd, cluster::etcd_prefix(setup.etcd));
+    const uint64_t now = uint64_t(std::time(nullptr));
+    std::set<std::string> names;
+    for (const auto& [pool, blocks] : view.blocks) names.insert(pool);
+    for (const auto& [pool, prefix] : pools) names.insert(pool);
+    for (const auto& pool : names) {
+        auto waiters = waiting.waiters(pool, now);
+        if (!waiters) return waiters.error();
+        for (const auto& w : *waiters) {
+            notes.waiting.push_back({pool, w.node, now > w.last_unix_s ? now - w.last_unix_s : 0});
+        }
+        auto idle = waiting.idle(pool);
+        if (!idle) return idle.error();
+        for (const auto& i : *idle) {
+            notes.idle.push_back({pool, i.block.to_string(), i.node,
+                                  now > i.since_unix_s ? now - i.since_unix_s : 0});
+        }
+    }
+    for (const auto& pool : setup.fixed_pools) {
+        auto moved = moved_claims(setup, *view.etcd, pool);
+        if (!moved) return moved.error();
+        for (const auto& m : *moved) notes.moved.push_back({pool, m.block, m.owner, m.container});
+    }
+    return notes;
+}
+
+namespace {
 
 // One node pass over every pool the node caches or the store gives it blocks of.
 Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
