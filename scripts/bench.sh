@@ -54,6 +54,13 @@ out=docs/benchmarks.md
         --helper "$PWD/build/release/shmipam-cluster" --endpoints "$endpoints" --work "$work/cluster"
     bash scripts/local-etcd.sh stop "$etcd_dir"
     echo
+    echo "## The node pass (\`scripts/bench-node-pass.sh\`)"
+    echo
+    echo "What \`shmipamctl cluster pass\` costs a node every period (off the allocation path; its"
+    echo "systemd timer runs it every 30 s): the exec, the store's reads, the pool state's sweep."
+    echo
+    bash scripts/bench-node-pass.sh
+    echo
     echo "## In-process (Google Benchmark, \`build/release/bench/claim_bench\`)"
     echo
     echo '```'
