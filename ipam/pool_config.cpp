@@ -66,20 +66,6 @@ Expected<std::optional<PoolMode>> parse_pool_mode_fields(const json& doc, const 
     auto node = opt_string(ipam, "nodeName", "ipam.");
     if (!node) return node.error();
     pm.node_name = *node;
-    const bool cluster = ipam.contains("etcd") && !ipam["etcd"].is_null();
-    if (pm.node_name.empty() && cluster) {
-        // The name the store and `cluster gc` know the node by must be the Node object's: a
-        // host name differs from it in case or domain, and a gc would take a live node's blocks.
-        auto file = opt_string(ipam, "nodeNameFile", "ipam.");
-        if (!file) return file.error();
-        auto named = read_node_name_file(file->empty() ? kDefaultNodeNameFile : *file);
-        if (!named) return named.error();
-        pm.node_name = *named;
-    } else if (pm.node_name.empty()) {
-        // Pool mode on one node: the name only selects by node affinity.
-        char host[256] = {};
-        if (::gethostname(host, sizeof host - 1) == 0) pm.node_name = host;
-    }
     if (auto it = ipam.find("etcd"); it != ipam.end() && !it->is_null()) {
         // Checked here, so that a mistake is the plugin's clear error, not the helper's.
         auto etcd = cluster::etcd_config_from_json(*it);
@@ -121,6 +107,20 @@ Expected<std::optional<PoolMode>> parse_pool_mode_fields(const json& doc, const 
         if (!helper) return helper.error();
         cm.helper = *helper;
         pm.cluster = std::move(cm);
+    }
+    const bool cluster = pm.cluster.has_value();
+    if (pm.node_name.empty() && cluster) {
+        // The name the store and `cluster gc` know the node by must be the Node object's: a
+        // host name differs from it in case or domain, and a gc would take a live node's blocks.
+        auto file = opt_string(ipam, "nodeNameFile", "ipam.");
+        if (!file) return file.error();
+        auto named = read_node_name_file(file->empty() ? kDefaultNodeNameFile : *file);
+        if (!named) return named.error();
+        pm.node_name = *named;
+    } else if (pm.node_name.empty()) {
+        // Pool mode on one node: the name only selects by node affinity.
+        char host[256] = {};
+        if (::gethostname(host, sizeof host - 1) == 0) pm.node_name = host;
     }
     return std::optional<PoolMode>{std::move(pm)};
 }
