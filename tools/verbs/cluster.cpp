@@ -542,10 +542,6 @@ std::string kept_for_age(const cluster::Block& b, time_t list_taken_at, time_t n
 
 }  // namespace
 
-// The store is read before the node list is taken, and every delete compares the revision read:
-// a block claimed after the store was read is never seen, one claimed after the list was taken
-// or within blockMinAgeS is kept, and one claimed again meanwhile is left. So a gc never races
-// a live node, whatever the list's age (C1 of docs/cluster.md's failure table).
 // The node pass: a node learns within one period that a block was taken from it (a gc, a store
 // restored by hand) and stops serving from it, even when none of its ADDs runs a helper; it
 // adopts a block the store gives it that its cache lacks. Off the allocation path: a node that
@@ -582,6 +578,10 @@ int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o) {
     }
 }
 
+// The store is read before the node list is taken, and every delete compares the revision read:
+// a block claimed after the store was read is never seen, one claimed after the list was taken
+// or within blockMinAgeS is kept, and one claimed again meanwhile is left. So a gc never races
+// a live node, whatever the list's age.
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
     auto setup = read_setup(o.config, "", common.run_dir);
     if (!setup) return cannot_read(setup.error());
