@@ -176,8 +176,15 @@ TEST_F(ClusterMode, TheNodePassDropsABlockTakenFromTheNodeAndReportsWhatItStillU
                            json{{"node", "node-1"}, {"nonce", "n"}, {"claimedUnixS", 1}}.dump()));
     const std::string cache = dir.sub("node-0/data/_cluster/shared.blocks");
     ASSERT_EQ(cached_blocks(cache), 1u);
-    auto pass = run_ctl({"cluster", "pass", "--config", config_file(0), "--json"});
+    ::mkdir(dir.sub("textfile").c_str(), 0755);
+    auto pass = run_ctl({"cluster", "pass", "--config", config_file(0), "--json", "--textfile",
+                         dir.sub("textfile")});
     EXPECT_EQ(pass.exit_code, 1) << pass.out << pass.err;
+    EXPECT_NE(
+        read_file(dir.sub("textfile/shmipam_cluster.prom"))
+            .find("shmipam_cluster_lost_block_addresses_in_use{node=\"node-0\",pool=\"shared\"} 2"),
+        std::string::npos)
+        << read_file(dir.sub("textfile/shmipam_cluster.prom"));
     ASSERT_EQ(pass.json()["blocks"].size(), 1u) << pass.out;
     EXPECT_EQ(pass.json()["blocks"][0]["action"], "dropped");
     EXPECT_EQ(pass.json()["blocks"][0]["owner"], "node-1");

@@ -401,8 +401,14 @@ TEST_F(FixedAcrossNodes, ASandboxWhoseClaimMovedToAnotherNodeLearnsItAtItsAddChe
     EXPECT_EQ(checked.json()["code"], 123) << checked.out;
     const std::string conf = dir.sub("node-0-sts.conf");
     write_file(conf, sts_config(0, "db-0").dump());
-    auto pass = run_ctl({"cluster", "pass", "--config", conf});
+    ::mkdir(dir.sub("textfile").c_str(), 0755);
+    auto pass = run_ctl({"cluster", "pass", "--config", conf, "--textfile", dir.sub("textfile")});
     EXPECT_EQ(pass.exit_code, 1) << pass.out << pass.err;
+    // The node exporter's textfile: the moved claim a sandbox here still uses.
+    const std::string metrics = read_file(dir.sub("textfile/shmipam_cluster.prom"));
+    EXPECT_NE(metrics.find("shmipam_cluster_moved_claims_in_use{node=\"node-0\",pool=\"sts\"} 1"),
+              std::string::npos)
+        << metrics;
     EXPECT_NE(pass.out.find("moved sts claim sts:shop/db-0/eth0"), std::string::npos) << pass.out;
     EXPECT_NE(pass.out.find("sandbox c1"), std::string::npos) << pass.out;
     auto ls = run_ctl({"cluster", "ls", "--config", conf, "--json"});

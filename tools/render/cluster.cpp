@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace shmipam::tools {
 
@@ -154,6 +155,38 @@ std::string cluster_pass_text(const std::string& node, const std::vector<PassRow
         }
     }
     if (rows.empty()) out += "node " + node + ": every cached block is the store's\n";
+    return out;
+}
+
+std::string cluster_pass_metrics(const std::string& node, const std::vector<PassRow>& rows,
+                                 const std::vector<std::string>& pools, uint64_t now_unix_s) {
+    std::map<std::string, uint64_t> moved, lost;
+    for (const auto& p : pools) moved[p] = lost[p] = 0;
+    for (const auto& r : rows) {
+        if (r.action == PassRow::Action::kMoved) ++moved[r.pool];
+        if (r.action == PassRow::Action::kDropped) lost[r.pool] += r.in_use;
+    }
+    std::string out =
+        "# HELP shmipam_cluster_moved_claims_in_use Fixed claims another node holds now while a "
+        "sandbox on this node still uses them (delete those sandboxes).\n"
+        "# TYPE shmipam_cluster_moved_claims_in_use gauge\n";
+    for (const auto& [pool, n] : moved) {
+        out += "shmipam_cluster_moved_claims_in_use{node=\"" + node + "\",pool=\"" + pool + "\"} " +
+               std::to_string(n) + "\n";
+    }
+    out +=
+        "# HELP shmipam_cluster_lost_block_addresses_in_use Addresses in use on this node in "
+        "blocks the store gives another node or none.\n"
+        "# TYPE shmipam_cluster_lost_block_addresses_in_use gauge\n";
+    for (const auto& [pool, n] : lost) {
+        out += "shmipam_cluster_lost_block_addresses_in_use{node=\"" + node + "\",pool=\"" + pool +
+               "\"} " + std::to_string(n) + "\n";
+    }
+    out +=
+        "# HELP shmipam_cluster_pass_last_success_seconds When the node pass last ran through.\n"
+        "# TYPE shmipam_cluster_pass_last_success_seconds gauge\n"
+        "shmipam_cluster_pass_last_success_seconds{node=\"" +
+        node + "\"} " + std::to_string(now_unix_s) + "\n";
     return out;
 }
 

@@ -65,6 +65,11 @@ struct PassRow {
 };
 nlohmann::json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows);
 std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows);
+// Prometheus text: per pool, the fixed claims that moved to another node while a sandbox here
+// uses them, the addresses in use here in blocks the store gives another node (or none), and
+// when the last pass ran.
+std::string cluster_pass_metrics(const std::string& node, const std::vector<PassRow>& rows,
+                                 const std::vector<std::string>& pools, uint64_t now_unix_s);
 
 nlohmann::json cluster_gc_json(const std::vector<GcBlockRow>& rows, bool applied);
 std::string cluster_gc_text(const std::vector<GcBlockRow>& rows, bool applied);

@@ -553,6 +553,16 @@ int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o) {
     const auto once = [&]() -> int {
         auto rows = node_pass(*setup);
         if (!rows) return cannot_read(rows.error());
+        if (!o.textfile_dir.empty()) {
+            std::set<std::string> pools(setup->fixed_pools.begin(), setup->fixed_pools.end());
+            for (const auto& r : *rows) pools.insert(r.pool);
+            for (const auto& p : cached_pools(setup->data_dir + "/_cluster")) pools.insert(p);
+            const std::string text = cluster_pass_metrics(
+                setup->node, *rows, {pools.begin(), pools.end()}, uint64_t(std::time(nullptr)));
+            if (auto st = write_textfile(o.textfile_dir, "shmipam_cluster.prom", text); !st) {
+                return cannot_read(st.error());
+            }
+        }
         std::cout << (common.json ? json_text(cluster_pass_json(setup->node, *rows))
                                   : cluster_pass_text(setup->node, *rows));
         std::cout.flush();

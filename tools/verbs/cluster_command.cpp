@@ -44,6 +44,9 @@ void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
     pass->add_option("--every", pass_options->every_s,
                      "run again every this many seconds until stopped (a DaemonSet container, a "
                      "systemd service)");
+    pass->add_option("--textfile", pass_options->textfile_dir,
+                     "also write what the pass found as shmipam_cluster.prom into this "
+                     "directory (the node exporter's textfile collector)");
     pass->callback([&common, pass_options, &exit_code] {
         exit_code = cmd_cluster_pass(common, *pass_options);
     });

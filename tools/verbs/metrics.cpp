@@ -63,24 +63,6 @@ Expected<std::string> collect(const CommonOptions& common,
     return metrics_text(dumps, claims);
 }
 
-// node_exporter's textfile collector reads *.prom: written aside, renamed into place, so that
-// it never reads half a file.
-Status write_textfile(const std::string& dir, const std::string& text) {
-    const std::string final_path = dir + "/shmipam.prom";
-    const std::string tmp = final_path + ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream f(tmp);
-        f << text;
-        if (!f) return make_error(Code::kIo, "cannot write " + tmp);
-    }
-    if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        return make_error(Code::kIo, "cannot rename to " + final_path + ": " + std::strerror(err));
-    }
-    return Ok{};
-}
-
 int cmd_metrics(const CommonOptions& common, const MetricsOptions& o) {
     if (o.textfile_dir.empty()) {
         auto text = collect(common);
@@ -90,7 +72,8 @@ int cmd_metrics(const CommonOptions& common, const MetricsOptions& o) {
     }
     if (o.every_s <= 0) {
         auto text = collect(common);
-        Status st = text ? write_textfile(o.textfile_dir, *text) : Status(text.error());
+        Status st =
+            text ? write_textfile(o.textfile_dir, "shmipam.prom", *text) : Status(text.error());
         return st ? kExitClean : cannot_read(st.error());
     }
     // --every: the loop of a metrics container (deploy/kubernetes), often its PID 1, which
@@ -103,7 +86,8 @@ int cmd_metrics(const CommonOptions& common, const MetricsOptions& o) {
     for (;;) {
         std::vector<std::string> skipped;
         auto text = collect(common, &skipped);
-        Status st = text ? write_textfile(o.textfile_dir, *text) : Status(text.error());
+        Status st =
+            text ? write_textfile(o.textfile_dir, "shmipam.prom", *text) : Status(text.error());
         for (const auto& s : skipped) std::cerr << "shmipamctl metrics: skipped " << s << "\n";
         if (!st) std::cerr << "shmipamctl metrics: " << st.error().msg << "\n";
         std::this_thread::sleep_for(std::chrono::duration<double>(o.every_s));

@@ -75,12 +75,17 @@ struct ClusterGcOptions {
 struct ClusterPassOptions {
     std::string config;  // the network config holding ipam.etcd
     double every_s = 0;  // run again this often until stopped (a DaemonSet container, a timer)
+    std::string textfile_dir;  // also write shmipam_cluster.prom there (node exporter)
 };
 int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o);
 int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o);
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o);
 
 // ---- shared by the verbs (common.cpp) ----
+
+// Writes `text` to <dir>/<name> for node_exporter's textfile collector (which reads *.prom):
+// written aside and renamed into place, so that it never reads half a file.
+Status write_textfile(const std::string& dir, const std::string& name, const std::string& text);
 
 // The verb's network argument, bound to common.network.
 void add_network_argument(CLI::App& verb, CommonOptions& common, bool required = true);
