@@ -85,6 +85,31 @@ TEST_F(InstallImage, TheImageInstallsThePluginAndConflistAndTheInstalledPluginSe
         run_process({dir.sub("host/opt/cni/bin/shmipam")}, cni_env("ADD", "c1"), plugin.dump());
     ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
     EXPECT_EQ(add.json()["ips"][0]["address"], "10.244.0.2/24");
+    // The node pass's shmipamctl loads in the image (its libraries came with it) and its etcd
+    // client runs: with no network, etcd is unavailable, said as such.
+    json cluster = {{"cniVersion", "1.1.0"},
+                    {"name", "c"},
+                    {"type", "bridge"},
+                    {"ipam",
+                     {{"type", "shmipam"},
+                      {"poolsDir", "/config/pools"},
+                      {"nodeName", "node-a"},
+                      {"runDir", "/config/run"},
+                      {"dataDir", "/config/data"},
+                      {"etcd", {{"endpoints", {"http://127.0.0.1:1"}}, {"budgetMs", 500}}}}}};
+    write_file(dir.sub("config/cluster.conflist"), cluster.dump());
+    std::vector<std::string> argv = podman_argv(dir.path());
+    for (const std::string& a :
+         {std::string("run"), std::string("--rm"), std::string("--network"), std::string("none"),
+          std::string("-v"), dir.sub("config") + ":/config", std::string("--entrypoint"),
+          std::string("/opt/shmipam/bin/shmipamctl-cluster"), std::string("localhost/shmipam:e2e"),
+          std::string("cluster"), std::string("pass"), std::string("--config"),
+          std::string("/config/cluster.conflist")}) {
+        argv.push_back(a);
+    }
+    auto pass = run_process(argv, {{"HOME", "/root"}}, "");
+    EXPECT_EQ(pass.exit_code, 2) << pass.out << pass.err;
+    EXPECT_NE(pass.err.find("etcd unavailable"), std::string::npos) << pass.out << pass.err;
 }
 
 }  // namespace

@@ -548,11 +548,20 @@ std::string kept_for_age(const cluster::Block& b, time_t list_taken_at, time_t n
 // never runs it is only slower to notice (its first ADD since boot, and each block claim,
 // rewrite the cache from the store too).
 int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o) {
-    auto setup = read_setup(o.config, "", common.run_dir);
-    if (!setup) return cannot_read(setup.error());
+    // The config is read at every pass: a DaemonSet's ConfigMap may turn cluster mode on (or
+    // off) while the loop runs. A failure is said once, not every period, until it changes.
+    std::string last_failure;
+    const auto failed = [&](const Error& e) {
+        if (e.msg != last_failure || o.every_s <= 0) (void)cannot_read(e);
+        last_failure = e.msg;
+        return kExitCannotRead;
+    };
     const auto once = [&]() -> int {
+        auto setup = read_setup(o.config, "", common.run_dir);
+        if (!setup) return failed(setup.error());
         auto rows = node_pass(*setup);
-        if (!rows) return cannot_read(rows.error());
+        if (!rows) return failed(rows.error());
+        last_failure.clear();
         if (!o.textfile_dir.empty()) {
             std::set<std::string> pools(setup->fixed_pools.begin(), setup->fixed_pools.end());
             for (const auto& r : *rows) pools.insert(r.pool);
@@ -560,7 +569,7 @@ int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o) {
             const std::string text = cluster_pass_metrics(
                 setup->node, *rows, {pools.begin(), pools.end()}, uint64_t(std::time(nullptr)));
             if (auto st = write_textfile(o.textfile_dir, "shmipam_cluster.prom", text); !st) {
-                return cannot_read(st.error());
+                return failed(st.error());
             }
         }
         std::cout << (common.json ? json_text(cluster_pass_json(setup->node, *rows))
