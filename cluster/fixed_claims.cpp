@@ -47,9 +47,10 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
     for (int attempt = 0; attempt < kTries; ++attempt) {
         auto held = read(pool, key);
         if (!held) return held.error();
-        if (*held && !usable((*held)->address)) {
-            // Given up at the revision read (with its address record); the next pass makes a
-            // new claim on an allocatable address.
+        if (*held && (*held)->node == node && !usable((*held)->address)) {
+            // This node's own claim only (another node's may be in use there, and this node's
+            // view of the pool may be older): given up at the revision read, with its address
+            // record; the next pass makes a new claim on an allocatable address.
             auto gone = remove(pool, **held);
             if (!gone) return gone.error();
             continue;

@@ -39,9 +39,10 @@ class FixedClaims {
 
     // The claim `key` of `pool` for `node`: the one it has (taken over from another node if
     // needed: *moved_from names it), or a new one with the address `pick` chooses among those
-    // no claim holds (nullopt from it: none left, code 100). A claim whose address `usable`
-    // refuses (excluded or reserved since, or written by hand outside the pool) is given up
-    // and a new one made, as a node's own pool state does for a sandbox starting again.
+    // no claim holds (nullopt from it: none left, code 100). A claim of this node whose address
+    // `usable` refuses (excluded or reserved since, or written by hand outside the pool) is
+    // given up and a new one made, as a node's own pool state does for a sandbox starting
+    // again; another node's is taken over as it is (it may be in use there).
     using Pick =
         std::function<std::optional<engine::IpAddress>(const std::set<std::string>& taken)>;
     using Usable = std::function<bool(const engine::IpAddress&)>;

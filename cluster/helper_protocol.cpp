@@ -209,6 +209,8 @@ std::string encode(const Request& r) {
         j["claimKey"] = t->claim_key;
         j["lockHandedOver"] = t->lock_handed_over;
         if (t->address) j["address"] = t->address->to_string();
+        j["poolState"] = t->pool_state;
+        j["ifname"] = t->ifname;
     } else if (const auto* g = std::get_if<GiveUpFixed>(&r)) {
         put_scope(j, g->scope);
         j["claimKey"] = g->claim_key;
@@ -289,7 +291,13 @@ Expected<Request> decode(std::string_view text) {
         if (!key) return key.error();
         if (!handed) return handed.error();
         if (!address) return address.error();
+        auto state = in.text("poolState", false);
+        auto ifname = in.text("ifname", false);
+        if (!state) return state.error();
+        if (!ifname) return ifname.error();
         TakeFixed t{std::move(*scope), std::move(*usable), *key, *handed};
+        t.pool_state = *state;
+        t.ifname = *ifname;
         if (!address->empty()) {
             t.address = engine::IpAddress::parse(*address);
             if (!t.address) {

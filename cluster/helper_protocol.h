@@ -80,6 +80,9 @@ struct TakeFixed {
     bool lock_handed_over = false;
     // A requested address: a new claim takes it when no claim holds it (code 101 when one does).
     std::optional<engine::IpAddress> address;
+    // This node's pool state (an arena directory) and the attachment's interface: a claim whose
+    // address is no longer allocatable is kept while a sandbox here still uses it.
+    std::string pool_state, ifname;
 };
 // Gives the fixed claim up if it is still this node's and the pool state `pool_state` (an
 // arena directory; empty: not looked at) holds the local fixed claim (claim_key, ifname) no more

@@ -52,8 +52,20 @@ Expected<std::vector<Waiter>> Waiting::waiters(const std::string& pool, uint64_t
 Status Waiting::mark_idle(const std::string& pool, const engine::Cidr& block,
                           const std::string& node) {
     const json v{{"node", node}, {"sinceUnixS", now_unix_s()}};
-    auto r = etcd_.create_if_absent(keys::idle_block(prefix_, pool, block), v.dump());
+    const std::string key = keys::idle_block(prefix_, pool, block);
+    auto r = etcd_.create_if_absent(key, v.dump());
     if (!r) return r.error();
+    if (r->created || !r->held) return Ok{};
+    // A record left by the block's earlier owner (given back without its record cleared) says
+    // nothing of this node's: replaced at the revision read.
+    const json held = json::parse(r->held->value, nullptr, false);
+    const auto owner = held.is_object() ? held.find("node") : held.end();
+    if (held.is_object() && owner != held.end() && owner->is_string() && *owner == node) {
+        return Ok{};
+    }
+    auto replaced = etcd_.txn({{key, EtcdClient::Compare::Target::kMod, r->held->mod_revision}},
+                              {{key, v.dump()}});
+    if (!replaced) return replaced.error();
     return Ok{};
 }
 

@@ -102,6 +102,7 @@ struct FamilyAdd {
     std::vector<Answered> answered;
     std::vector<size_t> holding;           // indexes into `opened` where the attachment is held
     std::vector<size_t> new_fixed_claims;  // of `holding`: where a fixed claim was made anew
+    bool try_again_later = false;          // a pool's source will have room soon
 
     // The store of `state` (the one find_holdings opened, if it did: a store does not keep the
     // config it was opened with, so that one's config is told the ranges it may now use).
@@ -188,6 +189,13 @@ struct FamilyAdd {
             }
             std::string why;
             auto room = source.make_room(ch.target, wanted, &why);
+            if (!room && room.error().code == Code::kTryAgainLater) {
+                // Room is coming (another node's idle block): the next candidate may serve
+                // meanwhile; if none does, the ADD answers 11 so that the runtime retries.
+                reasons.push_back(room.error().msg);
+                try_again_later = true;
+                return false;
+            }
             if (!room) return room.error();
             if (!*room) {
                 reasons.push_back(why);
@@ -287,7 +295,9 @@ struct FamilyAdd {
         std::string why;
         for (const auto& reason : reasons) why += (why.empty() ? "" : ", ") + reason;
         for (const auto& f : fam.filtered) why += (why.empty() ? "" : ", ") + f.reason;
-        return Error{wanted ? Code::kRequestedAddressInvalid : Code::kNoAddressFree,
+        return Error{try_again_later ? Code::kTryAgainLater
+                     : wanted        ? Code::kRequestedAddressInvalid
+                                     : Code::kNoAddressFree,
                      "failed to allocate any " + pools::family_name(fam.family) +
                          " IP address to NIC " + request.key.ifname + " from IPPools " +
                          pools::go_list(tried) + ": [" + why + "]",

@@ -80,6 +80,20 @@ bool unheld_here(const std::string& pool_state, const std::string& key, const st
     return true;
 }
 
+// Whether a sandbox on this node uses the local fixed claim (key, ifname) now (a state that
+// cannot be read counts as in use: the claim is kept).
+bool in_use_here(const std::string& pool_state, const std::string& key, const std::string& ifname) {
+    if (pool_state.empty()) return true;
+    auto store = engine::NetworkStore::open_existing(pool_state, shm::Access::kReadOnly);
+    if (!store) return ::access(pool_state.c_str(), F_OK) == 0;  // none yet: nothing in use
+    engine::NetworkConfig cfg;
+    const engine::Fingerprint fp = engine::fingerprint(key, ifname);
+    for (const auto& c : engine::Allocator(**store, cfg).claims()) {
+        if (c.fp == fp && c.use == engine::ClaimView::Use::kInUse) return true;
+    }
+    return false;
+}
+
 // The first usable address no fixed claim holds.
 std::optional<engine::IpAddress> first_untaken(const pools::IpSet& usable,
                                                const std::set<std::string>& taken) {
@@ -106,8 +120,11 @@ int take_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& pre
         }
         return r.address;
     };
-    auto got = claims.take(r.scope.pool, r.claim_key, r.scope.node, pick, &moved_from,
-                           [&](const engine::IpAddress& a) { return usable.contains(a); });
+    // A claim of this node no longer allocatable is replaced only when no sandbox here uses it.
+    const auto keep = [&](const engine::IpAddress& a) {
+        return usable.contains(a) || in_use_here(r.pool_state, r.claim_key, r.ifname);
+    };
+    auto got = claims.take(r.scope.pool, r.claim_key, r.scope.node, pick, &moved_from, keep);
     if (!got && r.address && got.error().code == Code::kNoAddressFree) {
         return run.fail(make_error(Code::kRequestedAddressTaken,
                                    "requested IP address " + r.address->to_string() + " of " +
@@ -299,6 +316,8 @@ int serve(const protocol::Request& req) {
     if (const auto* r = std::get_if<protocol::ReleaseBlock>(&req)) {
         auto out = cluster_helper::release_block(*r, store, *owned);
         if (!out) return run.fail(out.error());
+        // The block's idle record goes with it (a later owner's pass records its own).
+        if (out->released) (void)cluster::Waiting(etcd, prefix).clear_idle(r->scope.pool, r->block);
         return run.answer(protocol::to_json(*out));
     }
     cluster::Waiting waiting(etcd, prefix);

@@ -337,14 +337,16 @@ TEST_F(FixedAcrossNodes, AnOrdinaryPodIsNeverServedFromAFixedAddressPool) {
     EXPECT_TRUE(claims_in_etcd().empty());
 }
 
-// A fixed claim whose address is outside the pool's allocatable set (excluded since, the pool
-// narrowed, or written by hand) is not served: the next sandbox gets an allocatable address, as
-// a node's own pool state does. Before, the etcd claim's address was served as it was.
+// A fixed claim of this node whose address is outside the pool's allocatable set (excluded
+// since, the pool narrowed, or written by hand), used by no sandbox here, is not served: the
+// next sandbox gets an allocatable address, as a node's own pool state does. Before, the etcd
+// claim's address was served as it was. Another node's claim is taken over as it is: it may be
+// in use there, and this node's view of the pool may be the older one.
 TEST_F(FixedAcrossNodes, AClaimOutsideThePoolsAllocatableSetIsReplacedByAnAllocatableAddress) {
     cluster::EtcdClient client(client_config());
     const auto outside = *engine::IpAddress::parse("10.78.0.12");
     ASSERT_TRUE(client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0"),
-                           R"({"address": "10.78.0.12", "node": "node-1", "nonce": "1"})"));
+                           R"({"address": "10.78.0.12", "node": "node-0", "nonce": "1"})"));
     ASSERT_TRUE(client.put(cluster::keys::address("/shmipam", "sts", outside),
                            R"({"claim": "sts:shop/db-0/eth0"})"));
     auto r = add(0, "c1", "db-0");
@@ -359,6 +361,18 @@ TEST_F(FixedAcrossNodes, AClaimOutsideThePoolsAllocatableSetIsReplacedByAnAlloca
     auto stale = client.get(cluster::keys::address("/shmipam", "sts", outside));
     ASSERT_TRUE(stale);
     EXPECT_FALSE(*stale) << "the unusable address's record is gone with its claim";
+    // Another node's claim outside this node's view: taken over, its address and record kept.
+    const auto other = *engine::IpAddress::parse("10.78.0.13");
+    ASSERT_TRUE(client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-1/eth0"),
+                           R"({"address": "10.78.0.13", "node": "node-1", "nonce": "2"})"));
+    ASSERT_TRUE(client.put(cluster::keys::address("/shmipam", "sts", other),
+                           R"({"claim": "sts:shop/db-1/eth0"})"));
+    auto moved = add(0, "c2", "db-1");
+    ASSERT_EQ(moved.exit_code, 0) << moved.out << moved.err;
+    EXPECT_EQ(address(moved), "10.78.0.13/28");
+    auto record = client.get(cluster::keys::address("/shmipam", "sts", other));
+    ASSERT_TRUE(record);
+    EXPECT_TRUE(*record) << "another node's claim keeps its address record";
 }
 
 // A requested address in a fixed-address pool is taken when no claim holds it, not only when it

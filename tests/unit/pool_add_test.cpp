@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ class FakeBlockSource final : public AddressSource {
     // Run once an ADD took an address, before it asks still_serves.
     std::function<void()> after_take;
     int claims = 0, given_back_checks = 0;
+    std::set<std::string> waits;  // pools whose make_room answers 11: room is coming
     std::vector<IpAddress> released;
 
     bool fixed_across_nodes(const std::string&) const override { return false; }
@@ -63,6 +65,9 @@ class FakeBlockSource final : public AddressSource {
     void after_allocation(const PoolTarget&, const pools::IpSet&, engine::NetworkStore&) override {}
     Expected<bool> make_room(const PoolTarget& t, const std::optional<IpAddress>&,
                              std::string* why) override {
+        if (waits.count(t.pool) != 0) {
+            return make_error(Code::kTryAgainLater, "node x gives a block of " + t.pool + " back");
+        }
         auto& pool_free = free_blocks[t.pool];
         if (pool_free.empty()) {
             *why = "no block of " + t.pool + " is left in the fake cluster";
@@ -240,6 +245,22 @@ TEST_F(PoolAdd, ClaimsThatKeepBeingFilledEndAfterTheRoundsWithNoAddressNamingWhe
               std::string::npos)
         << out.error().msg;
     EXPECT_EQ(source.claims, 2) << "rounds 1 and 2 made room; round 3 was the last look";
+}
+
+// A pool whose room is coming (another node gives an idle block back) does not stop the ADD:
+// the next candidate serves it; when none can, the ADD answers 11 so that the runtime retries.
+TEST_F(PoolAdd, APoolWaitingForRoomFallsThroughAndTheAddSaysTryAgainWhenNoneServes) {
+    source.waits = {"a"};
+    source.owned["b"] = {cidr("10.8.0.0/28")};
+    auto served = add("c1");
+    ASSERT_TRUE(served) << served.error().msg;
+    EXPECT_TRUE(cidr("10.8.0.0/28").contains(served->ips[0].address));
+    source.owned["b"].clear();
+    source.waits = {"a", "b"};
+    auto waiting = add("c2");
+    ASSERT_FALSE(waiting);
+    EXPECT_EQ(waiting.error().code, Code::kTryAgainLater) << waiting.error().msg;
+    EXPECT_NE(waiting.error().msg.find("gives a block of a back"), std::string::npos);
 }
 
 TEST_F(PoolAdd, ARepeatedAddAnswersWhatTheAttachmentHoldsWithoutAClaim) {

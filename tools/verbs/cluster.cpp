@@ -645,6 +645,9 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
                 auto done = store.release(pool, b);
                 if (!done) return cannot_read(done.error());
                 r.released = *done;
+                if (*done)
+                    (void)cluster::Waiting(etcd, cluster::etcd_prefix(setup->etcd))
+                        .clear_idle(pool, b.cidr);
             }
             rows.push_back(std::move(r));
         }
