@@ -162,6 +162,13 @@ struct Reader {
     }
 };
 
+// A string field, or "" when it is absent or of another type (never a throw: a malformed answer
+// or request is refused by what needs the field, not by an exception).
+std::string text_of(const json& j, const char* field) {
+    const auto it = j.find(field);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // The answer JSON on the helper's stdout: the error it carries, or the object.
 Expected<json> answer_object(std::string_view text) {
     json a = json::parse(text, nullptr, false);
@@ -172,7 +179,7 @@ Expected<json> answer_object(std::string_view text) {
     if (a.contains("code")) {
         const int code =
             a["code"].is_number_integer() ? a["code"].get<int>() : int(Code::kInternal);
-        return make_error(Code(code), a.value("msg", ""), a.value("details", ""));
+        return make_error(Code(code), text_of(a, "msg"), text_of(a, "details"));
     }
     return a;
 }
@@ -246,7 +253,7 @@ Expected<Request> decode(std::string_view text) {
                           "install the plugin and shmipam-cluster of one release side by side "
                           "(shmipamctl install puts both)");
     }
-    const std::string op = j.value("op", "");
+    const std::string op = text_of(j, "op");
     const Reader in{j, op};
     auto scope = in.scope();
     if (op == op_name(ClaimBlock{})) {
@@ -383,7 +390,7 @@ Expected<BlockAnswer> block_answer(std::string_view text) {
     if (!a) return a.error();
     BlockAnswer out;
     out.claimed = optional_cidr(*a, "claimed");
-    out.at_cap = a->value("atCap", false);
+    out.at_cap = a->contains("atCap") && (*a)["atCap"].is_boolean() && (*a)["atCap"].get<bool>();
     for (const char* f : {"waitingFor", "holders"}) {
         auto list = a->find(f);
         if (list == a->end() || !list->is_array()) continue;
@@ -405,11 +412,11 @@ Expected<BlockAnswer> block_answer(std::string_view text) {
 Expected<FixedAnswer> fixed_answer(std::string_view text) {
     auto a = answer_object(text);
     if (!a) return a.error();
-    auto address = engine::IpAddress::parse(a->value("address", ""));
+    auto address = engine::IpAddress::parse(text_of(*a, "address"));
     if (!address) {
         return make_error(Code::kInternal, "the cluster helper answered no address", a->dump());
     }
-    return FixedAnswer{*address, a->value("movedFrom", "")};
+    return FixedAnswer{*address, text_of(*a, "movedFrom")};
 }
 
 Expected<GiveUpAnswer> give_up_answer(std::string_view text) {
@@ -433,7 +440,7 @@ Expected<FixedOwnerAnswer> fixed_owner_answer(std::string_view text) {
 Expected<ReleaseAnswer> release_answer(std::string_view text) {
     auto a = answer_object(text);
     if (!a) return a.error();
-    return ReleaseAnswer{optional_cidr(*a, "released"), a->value("why", "")};
+    return ReleaseAnswer{optional_cidr(*a, "released"), text_of(*a, "why")};
 }
 
 }  // namespace shmipam::cluster::protocol

@@ -39,10 +39,11 @@ inline constexpr time_t kAheadNoneQuietS = 60;
 // A release helper that could not decide (etcd down, the arena unreadable) is started again by a
 // DEL no sooner than this: every DEL starting one would pile helpers up on the lock.
 inline constexpr time_t kReleaseRetryS = 30;
-// A wait for the pool lock lasts at most this many etcd budgets (ipam.etcd.budgetMs): a helper
-// holding it makes at most that many store calls in a row, each bounded by the budget, so a
-// longer wait means a holder that is stuck, not slow.
-inline constexpr uint64_t kLockWaitBudgets = 4;
+// A wait for the pool lock lasts at most this many etcd budgets (ipam.etcd.budgetMs): a holder
+// makes a bounded number of store calls in a row, each bounded by the budget (a block claim
+// about seven: the list, the geometry, a create per block tried, the waiting marks, the list
+// again; the node pass a few per block), so a longer wait means a holder that is stuck.
+inline constexpr uint64_t kLockWaitBudgets = 8;
 
 struct NodeFiles {
     std::string state_dir;  // <dataDir>/_cluster

@@ -109,6 +109,12 @@ std::optional<engine::IpAddress> first_untaken(const pools::IpSet& usable,
 
 int take_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& prefix,
                const protocol::TakeFixed& r) {
+    // No usable address listed would make every claim unusable (and given up): refused.
+    if (r.usable.empty()) {
+        return run.fail(
+            make_error(Code::kInvalidConfig,
+                       "the cluster helper's take-fixed request lists no usable address"));
+    }
     cluster::FixedClaims claims(etcd, prefix);
     const pools::IpSet usable = usable_set(r.usable, engine::Family::kV4);
     std::string moved_from;

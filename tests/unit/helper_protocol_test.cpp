@@ -118,6 +118,21 @@ TEST(HelperProtocol, AMissingOrMistypedFieldIsRefusedNamingIt) {
     EXPECT_EQ(decode("not json").error().code, Code::kDecode);
 }
 
+// Fields of the wrong type are refused as such, never thrown through: a plugin that died on an
+// exception would answer the runtime nothing.
+TEST(HelperProtocol, WrongTypedFieldsAreRefusedNotThrown) {
+    auto r = decode(R"({"version": 1, "op": 5})");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Code::kIncompatibleVersion);
+    auto e = block_answer(R"({"code": 50, "msg": 1, "details": []})");
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error().code, Code::kUnavailable);
+    EXPECT_EQ(fixed_answer(R"({"address": 7})").error().code, Code::kInternal);
+    auto b = block_answer(R"({"claimed": null, "atCap": "yes"})");
+    ASSERT_TRUE(b);
+    EXPECT_FALSE(b->at_cap);
+}
+
 TEST(HelperProtocol, AnAnswerCarryingAnErrorIsThatErrorAndNonsenseIsInternal) {
     auto e = block_answer(error_json(make_error(Code::kUnavailable, "etcd unavailable")).dump());
     ASSERT_FALSE(e);
