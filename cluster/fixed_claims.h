@@ -32,6 +32,12 @@ struct FixedClaim {
     int64_t mod_revision = 0;
 };
 
+// The interface a claim key names: its last part ("sts:shop/db-0/eth0" -> "eth0"), which with
+// the key makes the fingerprint of the node's local fixed claim.
+inline std::string ifname_of_claim_key(const std::string& key) {
+    return key.substr(key.rfind('/') + 1);
+}
+
 class FixedClaims {
   public:
     FixedClaims(EtcdClient& etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}

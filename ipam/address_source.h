@@ -50,8 +50,8 @@ class AddressSource {
     // ADD took them, and for what a repeated ADD finds held).
     virtual bool still_serves(const std::string& pool,
                               const std::vector<engine::AllocatedAddress>& addresses) = 0;
-    // After an ADD took a new address from `places` (their union) in `store`.
-    virtual void after_allocation(const PoolTarget& t, const pools::IpSet& places,
+    // After an ADD took a new address from `places` in `store`.
+    virtual void after_allocation(const PoolTarget& t, const std::vector<pools::IpSet>& places,
                                   engine::NetworkStore& store) = 0;
     // Every place was full: makes room, true when the ADD should look again; false with `why`
     // when there is none to make; an error that fails the ADD.

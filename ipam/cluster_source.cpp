@@ -150,8 +150,12 @@ bool ClusterSource::still_serves(const std::string& pool,
     return true;
 }
 
-void ClusterSource::after_allocation(const PoolTarget& t, const pools::IpSet& places,
+void ClusterSource::after_allocation(const PoolTarget& t, const std::vector<pools::IpSet>& tried,
                                      engine::NetworkStore& store) {
+    pools::IpSet places(t.usable.family());
+    for (const pools::IpSet& here : tried) {
+        for (const auto& i : here.intervals()) places.add(i.first, i.last);
+    }
     if (mode_.claim_ahead_percent == 0 || places.empty()) return;
     const int bits = places.family() == engine::Family::kV4 ? 32 : 128;
     const int prefix = places.family() == engine::Family::kV4 ? request_.network.block_prefix_v4
@@ -220,7 +224,7 @@ Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const std::st
     auto lock = lock_pool(t.pool);
     if (!lock) return lock.error();
     protocol::TakeFixed req{scope(t.pool), ranges_of(t.usable), claim_key, true, wanted};
-    req.pool_state = request_.network.run_dir + "/_pools/" + pool_state_name(t.pool);
+    req.pool_state = pool_state_dir(request_.network.run_dir, t.pool);
     req.ifname = request_.key.ifname;
     auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
     if (!out) return out.error();

@@ -50,12 +50,12 @@ class ClusterSource final : public AddressSource {
     bool still_serves(const std::string& pool,
                       const std::vector<engine::AllocatedAddress>& addresses) override;
     // Claims ahead of need (ipam.claimAheadPercent): when fewer than (100 - N)% of a block's
-    // addresses are left free in `places` (by the bitmap hint), starts the helper detached, with
-    // the pool lock handed over, so the next block is claimed while pods keep starting and no
-    // ADD waits on etcd. Best effort and silent: an ADD that finds no room still claims for
-    // itself. Not started while another helper of the pool runs (the lock is held), nor for
-    // kAheadNoneQuietS after a helper found nothing to claim.
-    void after_allocation(const PoolTarget& t, const pools::IpSet& places,
+    // addresses are left free in `places` (their union; by the bitmap hint), starts the helper
+    // detached, with the pool lock handed over, so the next block is claimed while pods keep
+    // starting and no ADD waits on etcd. Best effort and silent: an ADD that finds no room still
+    // claims for itself. Not started while another helper of the pool runs (the lock is held), nor
+    // for kAheadNoneQuietS after a helper found nothing to claim.
+    void after_allocation(const PoolTarget& t, const std::vector<pools::IpSet>& places,
                           engine::NetworkStore& store) override;
     // Asks the helper for a block of the pool (the one holding `wanted`, if given): true when the
     // node has a new block (the cache was rewritten), false when none is left or the node is at

@@ -15,7 +15,8 @@ class LocalSource final : public AddressSource {
     bool still_serves(const std::string&, const std::vector<engine::AllocatedAddress>&) override {
         return true;
     }
-    void after_allocation(const PoolTarget&, const pools::IpSet&, engine::NetworkStore&) override {}
+    void after_allocation(const PoolTarget&, const std::vector<pools::IpSet>&,
+                          engine::NetworkStore&) override {}
     // A full pool stays full: no other node's addresses to make room with.
     Expected<bool> make_room(const PoolTarget&, const std::optional<engine::IpAddress>&,
                              std::string*) override {

@@ -129,10 +129,6 @@ struct FamilyAdd {
     // One attempt over the source's places, in order.
     Expected<Attempt> attempt(const Choice& ch, const std::vector<pools::IpSet>& places,
                               const std::optional<IpAddress>& wanted) {
-        pools::IpSet all(ch.target.usable.family());
-        for (const pools::IpSet& here : places) {
-            for (const auto& i : here.intervals()) all.add(i.first, i.last);
-        }
         for (const pools::IpSet& here : places) {
             if (here.empty() || (wanted && !here.contains(*wanted))) continue;
             auto at = store_for(ch, here);
@@ -158,7 +154,7 @@ struct FamilyAdd {
                 if (req.claim) (void)release_fixed_claim(s, *req.claim, req.key.ifname, true);
                 return Attempt::kGivenBack;
             }
-            if (!added->existing) source.after_allocation(ch.target, all, *s.store);
+            if (!added->existing) source.after_allocation(ch.target, places, *s.store);
             hold(*at, *added, ch.state);
             return Attempt::kServed;
         }

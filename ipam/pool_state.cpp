@@ -69,6 +69,10 @@ std::string pool_state_name(const std::string& pool) {
     return kPoolPrefix + pool;
 }
 
+std::string pool_state_dir(const std::string& run_dir, const std::string& pool) {
+    return run_dir + kPoolsDir + "/" + pool_state_name(pool);
+}
+
 std::string object_name_of_state(const std::string& state) {
     for (const std::string_view prefix : {kPoolPrefix, kSubnetPrefix}) {
         if (state.starts_with(prefix)) return state.substr(prefix.size());

@@ -17,6 +17,8 @@ namespace shmipam::ipam {
 std::string state_name(const pools::Candidate& c);
 // The state directory name of the SpiderIPPool `pool` ("ippool_<pool>").
 std::string pool_state_name(const std::string& pool);
+// Where the arenas of the SpiderIPPool `pool` are under the network's runDir.
+std::string pool_state_dir(const std::string& run_dir, const std::string& pool);
 // The pool or subnet name of a state directory name (what state_name made it from).
 std::string object_name_of_state(const std::string& state);
 

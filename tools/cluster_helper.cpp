@@ -65,33 +65,39 @@ pools::IpSet usable_set(const std::vector<protocol::AddressRange>& ranges, engin
     return out;
 }
 
-// Whether this node holds the local fixed claim (key, ifname) no more: its pool state read
-// now, after the etcd claim was read (FixedClaims::give_up). A state that cannot be read keeps
-// the etcd claim: an address left claimed is an operator's cleanup, one given twice an outage.
-bool unheld_here(const std::string& pool_state, const std::string& key, const std::string& ifname) {
-    if (pool_state.empty()) return true;  // a plugin that checked before asking
+// What the pool state `pool_state` says of the local fixed claim (key, ifname), read now (after
+// the etcd claim was read): absent, or its use; kNoState when there is no state yet (nothing
+// of it is in use here); kUnreadable when the state cannot be read, which both callers take as
+// the claim being there and in use (an address left claimed is an operator's cleanup, one
+// given twice an outage).
+enum class LocalClaim { kAbsent, kIdle, kInUse, kNoState, kUnreadable };
+LocalClaim local_claim(const std::string& pool_state, const std::string& key,
+                       const std::string& ifname) {
     auto store = engine::NetworkStore::open_existing(pool_state, shm::Access::kReadOnly);
-    if (!store) return false;
+    if (!store) {
+        return ::access(pool_state.c_str(), F_OK) == 0 ? LocalClaim::kUnreadable
+                                                       : LocalClaim::kNoState;
+    }
     engine::NetworkConfig cfg;
     const engine::Fingerprint fp = engine::fingerprint(key, ifname);
     for (const auto& c : engine::Allocator(**store, cfg).claims()) {
-        if (c.fp == fp) return false;
+        if (c.fp != fp) continue;
+        return c.use == engine::ClaimView::Use::kInUse ? LocalClaim::kInUse : LocalClaim::kIdle;
     }
-    return true;
+    return LocalClaim::kAbsent;
 }
 
-// Whether a sandbox on this node uses the local fixed claim (key, ifname) now (a state that
-// cannot be read counts as in use: the claim is kept).
+// Whether this node holds the local fixed claim no more (FixedClaims::give_up asks it).
+bool unheld_here(const std::string& pool_state, const std::string& key, const std::string& ifname) {
+    if (pool_state.empty()) return true;  // a plugin that checked before asking
+    return local_claim(pool_state, key, ifname) == LocalClaim::kAbsent;
+}
+
+// Whether a sandbox on this node uses the local fixed claim now.
 bool in_use_here(const std::string& pool_state, const std::string& key, const std::string& ifname) {
     if (pool_state.empty()) return true;
-    auto store = engine::NetworkStore::open_existing(pool_state, shm::Access::kReadOnly);
-    if (!store) return ::access(pool_state.c_str(), F_OK) == 0;  // none yet: nothing in use
-    engine::NetworkConfig cfg;
-    const engine::Fingerprint fp = engine::fingerprint(key, ifname);
-    for (const auto& c : engine::Allocator(**store, cfg).claims()) {
-        if (c.fp == fp && c.use == engine::ClaimView::Use::kInUse) return true;
-    }
-    return false;
+    const LocalClaim c = local_claim(pool_state, key, ifname);
+    return c == LocalClaim::kInUse || c == LocalClaim::kUnreadable;
 }
 
 // The first usable address no fixed claim holds.
@@ -298,8 +304,7 @@ int serve(const protocol::Request& req) {
         protocol::GiveUpAnswer out;
         for (const auto& c : *all) {
             if (c.node != u->scope.node) continue;
-            // The claim key ends with the interface ("sts:<ns>/<pod>/<ifname>").
-            const std::string ifname = c.key.substr(c.key.rfind('/') + 1);
+            const std::string ifname = cluster::ifname_of_claim_key(c.key);
             auto done = claims.give_up(u->scope.pool, c.key, u->scope.node,
                                        [&] { return unheld_here(u->pool_state, c.key, ifname); });
             if (!done) return run.fail(done.error());

@@ -62,7 +62,8 @@ class FakeBlockSource final : public AddressSource {
         }
         return true;
     }
-    void after_allocation(const PoolTarget&, const pools::IpSet&, engine::NetworkStore&) override {}
+    void after_allocation(const PoolTarget&, const std::vector<pools::IpSet>&,
+                          engine::NetworkStore&) override {}
     Expected<bool> make_room(const PoolTarget& t, const std::optional<IpAddress>&,
                              std::string* why) override {
         if (waits.count(t.pool) != 0) {

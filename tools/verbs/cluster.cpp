@@ -182,6 +182,18 @@ Expected<std::set<std::string>> live_nodes(const std::string& path) {
 }
 
 // The store's client for the config's etcd, and every pool's blocks as it says now.
+// The pools this node caches blocks of: <dataDir>/_cluster/<pool>.blocks.
+std::set<std::string> cached_pools(const std::string& cache_dir) {
+    std::set<std::string> out;
+    (void)base::for_each_entry(cache_dir, [&](std::string_view name) {
+        const std::string n(name);
+        if (n.size() > 7 && n.compare(n.size() - 7, 7, ".blocks") == 0) {
+            out.insert(n.substr(0, n.size() - 7));
+        }
+    });
+    return out;
+}
+
 struct StoreView {
     std::unique_ptr<cluster::EtcdClient> etcd;
     std::map<std::string, std::vector<cluster::Block>> blocks;
@@ -224,13 +236,9 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
         }
     }
     const std::string cache_dir = setup->data_dir + "/_cluster";
-    std::string err;
-    (void)base::for_each_entry(cache_dir, [&](std::string_view name) {
-        const std::string n(name);
-        if (n.size() <= 7 || n.compare(n.size() - 7, 7, ".blocks") != 0) return;
-        const std::string pool = n.substr(0, n.size() - 7);
+    for (const std::string& pool : cached_pools(cache_dir)) {
         auto cached = cluster::read_block_cache(cluster::block_cache_path(cache_dir, pool));
-        if (!cached) return;
+        if (!cached) continue;
         for (const auto& b : *cached) {
             auto& r = rows[{pool, b.cidr.to_string()}];
             r.pool = pool;
@@ -238,7 +246,7 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
             r.cached = true;
             prefix_of[pool] = b.cidr.prefix;
         }
-    });
+    }
     for (const auto& [pool, prefix] : prefix_of) {
         for (const auto& [block, use] : local_use(*setup, pool, prefix)) {
             // An empty arena block nobody owns or caches says nothing.
@@ -292,18 +300,6 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
 
 namespace {
 
-// The pools this node caches blocks of: <dataDir>/_cluster/<pool>.blocks.
-std::set<std::string> cached_pools(const std::string& cache_dir) {
-    std::set<std::string> out;
-    (void)base::for_each_entry(cache_dir, [&](std::string_view name) {
-        const std::string n(name);
-        if (n.size() > 7 && n.compare(n.size() - 7, 7, ".blocks") == 0) {
-            out.insert(n.substr(0, n.size() - 7));
-        }
-    });
-    return out;
-}
-
 // No node shut out (docs/cluster.md): the node's blocks with no address in use are recorded idle
 // in the store (and the record cleared when one is in use again); while another node waits for
 // a block, one idle block of this node older than blockMinAgeS is given back, even its last.
@@ -344,12 +340,11 @@ Expected<std::optional<PassRow>> give_back_for_waiters(
         if (idle_since[m.cidr.to_string()] + setup.block_min_age_s > now) continue;
         auto owned = store.blocks(pool);
         if (!owned) return owned.error();
-        const cluster::protocol::ReleaseBlock req{
-            {setup.etcd, pool, setup.node, files.state_dir},
-            m.cidr,
-            setup.run_dir + "/_pools/" + ipam::pool_state_name(pool),
-            setup.block_min_age_s,
-            /*even_last=*/true};
+        const cluster::protocol::ReleaseBlock req{{setup.etcd, pool, setup.node, files.state_dir},
+                                                  m.cidr,
+                                                  ipam::pool_state_dir(setup.run_dir, pool),
+                                                  setup.block_min_age_s,
+                                                  /*even_last=*/true};
         auto released = cluster_helper::release_block(req, store, *owned);
         if (!released) return released.error();
         if (!released->released) continue;
@@ -440,8 +435,7 @@ Expected<std::vector<PassRow>> moved_claims(const ClusterSetup& setup, cluster::
     for (const auto& local : engine::Allocator(**store, none).claims()) {
         if (local.use != engine::ClaimView::Use::kInUse) continue;
         for (const auto& c : *claims) {
-            // The claim key ends with the interface ("sts:<ns>/<pod>/<ifname>").
-            const std::string ifname = c.key.substr(c.key.rfind('/') + 1);
+            const std::string ifname = cluster::ifname_of_claim_key(c.key);
             if (!(engine::fingerprint(c.key, ifname) == local.fp) || c.node == setup.node) continue;
             PassRow row{pool, "claim " + c.key + " (" + c.address.to_string() + ")",
                         PassRow::Action::kMoved};
