@@ -1,0 +1,104 @@
+// The protocol between the plugin and the Kubernetes helper (shmipam-kube), used by both sides
+// (docs/kubernetes.md). No Kubernetes runtime passes a pod's labels or owner to a CNI plugin;
+// an ADD that needs them execs the helper, which reads the pod from the API server through a
+// kubeconfig (Calico's convention) and answers on its stdout. The plugin links no HTTPS client.
+//
+//   {"version": 1, "op": "read-pod", "kubeconfig": "/etc/cni/net.d/shmipam.d/kubeconfig",
+//    "budgetMs": 2000, "namespace": "default", "name": "web-0"}
+//   {"version": 1, "op": "read-statefulsets", "kubeconfig": "...", "budgetMs": 2000,
+//    "sets": [{"namespace": "default", "name": "web"}]}
+//
+// A helper refuses a request of another version or an op it does not know (code 1). An answer
+// is the op's answer struct, or an error {"code", "msg", "details"} (exit status 1):
+//   7  the kubeconfig cannot be read or used (names the file and what is wrong), or the API
+//      server refused the verb (401/403: names the kubeconfig, the verb and the resource);
+//   11 the API server is unreachable, timed out within the budget, answered 5xx, or the pod is
+//      not (or no longer) there: try again later.
+// The message names the URL and what failed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+
+namespace shmipam::kube::protocol {
+
+// Bumped whenever a field's meaning changes or an op is added or removed.
+inline constexpr int kVersion = 1;
+// ipam.kubernetes.budgetMs when the config leaves it out: the whole call, connection included.
+inline constexpr uint64_t kDefaultBudgetMs = 2000;
+
+using StringMap = std::map<std::string, std::string>;
+
+// Where the API server is and how long one request may take.
+struct Api {
+    std::string kubeconfig;  // a path; read through its current context
+    uint64_t budget_ms = kDefaultBudgetMs;
+};
+
+// GET /api/v1/namespaces/NS/pods/NAME.
+struct ReadPod {
+    Api api;
+    std::string namespace_, name;
+};
+
+struct ObjectRef {
+    std::string namespace_, name;
+};
+// GET /apis/apps/v1/namespaces/NS/statefulsets/NAME for each set (not found is an answer).
+struct ReadStatefulSets {
+    Api api;
+    std::vector<ObjectRef> sets;
+};
+
+using Request = std::variant<ReadPod, ReadStatefulSets>;
+
+std::string encode(const Request& r);
+// Code 6 for text that is not a JSON object, 1 for another version or an unknown op, 7 for a
+// field missing or of the wrong type (naming it). Never throws.
+Expected<Request> decode(std::string_view text);
+
+// metadata.ownerReferences[i].
+struct OwnerReference {
+    std::string api_version, kind, name, uid;
+    bool controller = false;
+};
+
+// What the plugin reads of a pod.
+struct PodAnswer {
+    std::string uid;        // metadata.uid
+    std::string node_name;  // spec.nodeName
+    StringMap labels, annotations;
+    std::vector<OwnerReference> owners;
+};
+
+// What the plugin reads of a StatefulSet: whether it still wants the pods of ordinals
+// [ordinals_start, ordinals_start + replicas).
+struct StatefulSetAnswer {
+    std::string namespace_, name;
+    bool exists = false;
+    bool deleting = false;        // metadata.deletionTimestamp set
+    int64_t ordinals_start = 0;   // spec.ordinals.start (0 when absent)
+    int64_t replicas = 1;         // spec.replicas (1 when absent, as the API defaults it)
+};
+struct StatefulSetsAnswer {
+    std::vector<StatefulSetAnswer> sets;  // one per asked set, in the order asked
+};
+
+nlohmann::json to_json(const PodAnswer& a);
+nlohmann::json to_json(const StatefulSetsAnswer& a);
+nlohmann::json error_json(const Error& e);
+
+// The helper's stdout as the op's answer, or the error it answered (its code), or code 999
+// naming what did not parse. Never throw.
+Expected<PodAnswer> pod_answer(std::string_view text);
+Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text);
+
+}  // namespace shmipam::kube::protocol
