@@ -184,7 +184,7 @@ int cmd_install(const InstallOptions& o) {
             }
         }
         std::cout << (unchanged == libs.size() ? "unchanged " : "installed ") << lib_to << " ("
-                  << libs.size() << " libraries, " << libs.size() - unchanged << " replaced)\n";
+                  << libs.size() << " libraries, " << libs.size() - unchanged << " written)\n";
     }
     for (const Planned& p : plan) {
         if (p.same) {
