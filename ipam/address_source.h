@@ -6,6 +6,7 @@
 // one it is (host-local's allocator over its Store interface is the model).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ class AddressSource {
     // Whether the pool's addresses are taken one by one across nodes by fixed claims (then an
     // ADD serves it through take_fixed alone, and only pods with a fixed claim).
     virtual bool fixed_across_nodes(const std::string& pool) const = 0;
+    // Whether a pod that keeps its address by the StatefulSet default alone keeps it in the pool
+    // (ipam/fixed_claim.h, claim_by_default); otherwise it gets an ordinary address there.
+    virtual bool keeps_default_claims(const std::string& pool) const = 0;
     // Before an ADD's first attempt in a pool.
     virtual void prepare(const PoolTarget& t) = 0;
     // The address sets to try, in order; `fixed` for a pod with a fixed claim (which a narrower
@@ -79,5 +83,9 @@ class AddressSource {
                                  const std::vector<engine::IpAddress>& released,
                                  engine::Allocator& alloc, engine::NetworkStore& store) = 0;
 };
+
+// Where `r`'s node may allocate in its pools: the cluster's blocks when ipam.etcd is set, else
+// the pools' whole ranges (ipam/operations.cpp).
+std::unique_ptr<AddressSource> make_source(const Request& r);
 
 }  // namespace shmipam::ipam

@@ -38,6 +38,11 @@ class ClusterSource final : public AddressSource {
     explicit ClusterSource(const Request& r);
 
     bool fixed_across_nodes(const std::string& pool) const override;
+    // Only the fixed-address pools: in a pool cut into blocks a sticky address would pin its
+    // block to this node.
+    bool keeps_default_claims(const std::string& pool) const override {
+        return fixed_across_nodes(pool);
+    }
     // A node's first ADD of the pool since it booted (no reconciled marker, which lives on
     // tmpfs): the helper brings the cache in line with the store, adopting blocks the store
     // gives the node (a helper that died after its claim) and dropping blocks the store gives to

@@ -13,20 +13,39 @@ pools::PodFacts pod_facts(const Request& r) {
     f.labels = r.pod.labels;
     if (r.pools) f.node_name = r.pools->node_name;
     f.ifname = r.key.ifname;
+    f.from_api = r.pod.from_api;
+    f.controller = r.pod.controller;
     return f;
 }
 
+pools::StickyRules sticky_rules(const Request& r) {
+    // The StatefulSet default needs the pod's controller, known only from the API server; pool
+    // mode only (ranges mode keeps host-local's behaviour: fixed addresses are opt-in).
+    const bool by_default =
+        r.pod.from_api && r.pools && r.kubernetes && r.kubernetes->statefulset_default;
+    return pools::StickyRules{r.statefulset_fixed_ip, by_default};
+}
+
+bool claim_by_default(const Request& r) {
+    const pools::StickyRules rules = sticky_rules(r);
+    if (!rules.statefulset_default) return false;
+    auto who = pools::sticky_identity(pod_facts(r), rules);
+    return who && *who && (*who)->by_default;
+}
+
 Expected<std::optional<engine::ClaimSpec>> fixed_claim_of(const Request& r) {
+    const pools::StickyRules rules = sticky_rules(r);
     // Ordinary pods, the common case, decide on two lookups.
-    if (!r.statefulset_fixed_ip && !r.pod.annotations.contains(pools::kStaticIpAnnotation) &&
+    if (!rules.config_fixed_ip && !rules.statefulset_default &&
+        !r.pod.annotations.contains(pools::kStaticIpAnnotation) &&
         !r.pod.annotations.contains(pools::kStaticIpAlias)) {
         return std::optional<engine::ClaimSpec>{};
     }
     const pools::PodFacts facts = pod_facts(r);
-    auto who = pools::sticky_identity(facts, r.statefulset_fixed_ip);
+    auto who = pools::sticky_identity(facts, rules);
     if (!who) return who.error();
     if (!*who) return std::optional<engine::ClaimSpec>{};
-    auto policy = pools::claim_policy(facts);
+    auto policy = pools::claim_policy(facts, (*who)->by_default);
     if (!policy) return policy.error();
     engine::ClaimSpec spec{(*who)->key(), format::kKeepIdleForever};
     switch (policy->kind) {
@@ -37,6 +56,9 @@ Expected<std::optional<engine::ClaimSpec>> fixed_claim_of(const Request& r) {
             break;
         case pools::ClaimPolicy::Kind::kAfterIdle:
             spec.keep_idle = uint64_t(policy->idle_seconds) + 1;
+            break;
+        case pools::ClaimPolicy::Kind::kWhileOwnerWants:
+            spec.keep_idle = format::kKeepIdleWhileOwnerWants;
             break;
     }
     return std::optional<engine::ClaimSpec>{std::move(spec)};

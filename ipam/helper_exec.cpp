@@ -32,16 +32,20 @@ void write_ignoring_sigpipe(int fd, const std::string& input) {
 
 }  // namespace
 
-std::string helper_path(const ClusterMode& cm) {
-    if (!cm.helper.empty()) return cm.helper;
+std::string helper_beside_plugin(const std::string& name) {
     char self[PATH_MAX] = {};
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
     std::string dir = n > 0 ? std::string(self, size_t(n)) : std::string();
     dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
-    return dir + "/shmipam-cluster";
+    return dir + "/" + name;
 }
 
-Expected<std::string> run_helper(const std::string& path, const std::string& input, int lock_fd) {
+std::string helper_path(const ClusterMode& cm) {
+    return cm.helper.empty() ? helper_beside_plugin("shmipam-cluster") : cm.helper;
+}
+
+Expected<std::string> run_helper(const std::string& path, const std::string& input, int lock_fd,
+                                 const char* config_key) {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0)
         return make_error(Code::kIo, "pipe: " + std::string(std::strerror(errno)));
@@ -65,10 +69,9 @@ Expected<std::string> run_helper(const std::string& path, const std::string& inp
     if (rc != 0) {
         ::close(in[1]);
         ::close(out[0]);
-        return make_error(Code::kIo, "cannot run the cluster helper " + path + ": " +
-                                         std::strerror(rc) +
-                                         " (install shmipam-cluster beside the plugin, or set "
-                                         "ipam.clusterHelper)");
+        return make_error(Code::kIo, "cannot run the helper " + path + ": " + std::strerror(rc) +
+                                         " (shmipamctl install puts it beside the plugin; or set " +
+                                         config_key + ")");
     }
     write_ignoring_sigpipe(in[1], input);
     ::close(in[1]);
@@ -84,11 +87,11 @@ Expected<std::string> run_helper(const std::string& path, const std::string& inp
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFSIGNALED(status)) {
-        return make_error(Code::kInternal, "the cluster helper " + path + " was killed by signal " +
+        return make_error(Code::kInternal, "the helper " + path + " was killed by signal " +
                                                std::to_string(WTERMSIG(status)));
     }
     if (text.empty()) {
-        return make_error(Code::kInternal, "the cluster helper " + path + " answered nothing",
+        return make_error(Code::kInternal, "the helper " + path + " answered nothing",
                           "exit status " + std::to_string(WEXITSTATUS(status)));
     }
     return text;

@@ -1,5 +1,5 @@
-// Running the cluster helper (shmipam-cluster): one request on its stdin, one answer on its
-// stdout (cluster/helper_protocol.h).
+// Running a helper (shmipam-cluster, cluster/helper_protocol.h; shmipam-kube,
+// kube/pod_protocol.h): one request on its stdin, one answer on its stdout.
 #pragma once
 
 #include <string>
@@ -9,13 +9,16 @@
 
 namespace shmipam::ipam {
 
+// The file `name` in the running plugin's directory.
+std::string helper_beside_plugin(const std::string& name);
 // shmipam-cluster beside the running plugin, unless the config names one.
 std::string helper_path(const ClusterMode& cm);
 
 // Runs the helper with `input` on its stdin and waits for it: its stdout, or why it could not
-// run. `lock_fd` (>= 0): the pool lock, held, handed to the helper as its fd 3.
+// run. `lock_fd` (>= 0): the pool lock, held, handed to the helper as its fd 3. `config_key`:
+// the config field that names the helper, for the message when it cannot run.
 Expected<std::string> run_helper(const std::string& path, const std::string& input,
-                                 int lock_fd = -1);
+                                 int lock_fd = -1, const char* config_key = "ipam.clusterHelper");
 
 // Starts the helper in its own session with `input` on stdin, /dev/null for its output, and
 // `lock_fd` (held; or -1: the helper waits for the lock) as its fd 3; never waited for: it

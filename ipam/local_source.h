@@ -8,6 +8,7 @@ namespace shmipam::ipam {
 class LocalSource final : public AddressSource {
   public:
     bool fixed_across_nodes(const std::string&) const override { return false; }
+    bool keeps_default_claims(const std::string&) const override { return true; }
     void prepare(const PoolTarget&) override {}
     Expected<std::vector<pools::IpSet>> places(const PoolTarget& t, bool) override {
         return std::vector<pools::IpSet>{t.usable};

@@ -4,19 +4,20 @@
 
 #include "ipam/cluster_source.h"
 #include "ipam/local_source.h"
+#include "ipam/owner_claims.h"
+#include "ipam/pod_lookup.h"
 #include "ipam/pool_catalog.h"
 #include "ipam/pool_mode.h"
 #include "ipam/ranges_mode.h"
 
 namespace shmipam::ipam {
 
-namespace {
-
-// Where this node may allocate in its pools: the cluster's blocks when ipam.etcd is set.
-std::unique_ptr<AddressSource> source_for(const Request& r) {
+std::unique_ptr<AddressSource> make_source(const Request& r) {
     if (r.pools->cluster) return std::make_unique<ClusterSource>(r);
     return std::make_unique<LocalSource>();
 }
+
+namespace {
 
 // Runs `op` over the pools catalog, which is kept until the process exits.
 template <typename Op>
@@ -31,28 +32,42 @@ auto with_catalog(const Request& r, Upkeep& upkeep, Op op)
 }  // namespace
 
 Expected<AddResult> add(const Request& r, Upkeep& upkeep) {
-    if (!r.pools) return ranges_add(r, upkeep);
-    return with_catalog(
-        r, upkeep, [&](const pools::Catalog& c) { return pool_add(r, c, *source_for(r), upkeep); });
+    if (!r.pools) {
+        if (!needs_pod_from_api(r, nullptr)) return ranges_add(r, upkeep);
+        auto read = with_pod_from_api(r);
+        if (!read) return read.error();
+        return ranges_add(*read, upkeep);
+    }
+    auto out = with_catalog(r, upkeep, [&](const pools::Catalog& c) -> Expected<AddResult> {
+        if (!needs_pod_from_api(r, &c)) return pool_add(r, c, *make_source(r), upkeep);
+        // The pod as the API server gives it, for the whole ADD (the source reads it too).
+        auto read = with_pod_from_api(r);
+        if (!read) return read.error();
+        return pool_add(*read, c, *make_source(*read), upkeep);
+    });
+    schedule_owner_recheck(r, upkeep);
+    return out;
 }
 
 Status del(const Request& r, Upkeep& upkeep) {
     if (!r.pools) return ranges_del(r, upkeep);
-    return with_catalog(
-        r, upkeep, [&](const pools::Catalog& c) { return pool_del(r, c, *source_for(r), upkeep); });
+    Status done = with_catalog(
+        r, upkeep, [&](const pools::Catalog& c) { return pool_del(r, c, *make_source(r), upkeep); });
+    schedule_owner_recheck(r, upkeep);
+    return done;
 }
 
 Status check(const Request& r, Upkeep& upkeep) {
     if (!r.pools) return ranges_check(r, upkeep);
     return with_catalog(r, upkeep, [&](const pools::Catalog& c) {
-        return pool_check(r, c, *source_for(r), upkeep);
+        return pool_check(r, c, *make_source(r), upkeep);
     });
 }
 
 Status gc(const Request& r, Upkeep& upkeep) {
     if (!r.pools) return ranges_gc(r, upkeep);
     return with_catalog(
-        r, upkeep, [&](const pools::Catalog& c) { return pool_gc(r, c, *source_for(r), upkeep); });
+        r, upkeep, [&](const pools::Catalog& c) { return pool_gc(r, c, *make_source(r), upkeep); });
 }
 
 Status status(const Request& r, Upkeep& upkeep) {

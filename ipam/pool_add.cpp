@@ -103,6 +103,7 @@ struct FamilyAdd {
     std::vector<size_t> holding;           // indexes into `opened` where the attachment is held
     std::vector<size_t> new_fixed_claims;  // of `holding`: where a fixed claim was made anew
     bool try_again_later = false;          // a pool's source will have room soon
+    bool claim_by_default = false;         // ipam/fixed_claim.h
 
     // The store of `state` (the one find_holdings opened, if it did: a store does not keep the
     // config it was opened with, so that one's config is told the ranges it may now use).
@@ -283,7 +284,12 @@ struct FamilyAdd {
                 served = serve_fixed(ch, wanted, reasons);
             } else {
                 source.prepare(ch.target);
+                // A pod keeping its address by the StatefulSet default alone gets an ordinary
+                // one where the source does not keep such claims.
+                const std::optional<engine::ClaimSpec> claim = request.claim;
+                if (claim_by_default && !source.keeps_default_claims(c.name)) request.claim.reset();
                 served = fill(ch, wanted, reasons);
+                request.claim = claim;
             }
             if (!served) return served.error();
             if (*served) return std::nullopt;
@@ -368,6 +374,7 @@ Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog, Ad
         engine::AddRequest{r.key, {}, {r.pod.namespace_, r.pod.name}, network_tag(r.network.name)},
         pools::describe(sel.rule)};
     add.request.claim = *fixed;
+    add.claim_by_default = fixed->has_value() && claim_by_default(r);
     for (const pools::FamilyPlan& fam : sel.families) {
         std::optional<IpAddress> wanted;
         for (const IpAddress& a : r.requested) {

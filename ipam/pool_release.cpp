@@ -3,6 +3,7 @@
 // error is answered, and the runtime's retry finishes what failed.
 #include "engine/ops/allocator.h"
 #include "ipam/open_states.h"
+#include "ipam/owner_claims.h"
 #include "ipam/pool_mode.h"
 #include "ipam/pool_state.h"
 
@@ -27,6 +28,7 @@ Status pool_del(const Request& r, const pools::Catalog& catalog, AddressSource& 
         }
         if (!done && !first_error) first_error = done.error();
     }
+    release_unwanted_after_del(r, opened, source);
     if (first_error) return *first_error;
     keep_states(upkeep, opened);
     return Ok{};

@@ -12,6 +12,7 @@
 
 #include "engine/ops/allocator.h"
 #include "engine/state/network_config.h"
+#include "ipam/kubernetes_config.h"
 #include "ipam/pool_config.h"
 #include "pools/pod_facts.h"
 
@@ -23,6 +24,10 @@ struct Pod {
     std::string namespace_, name, uid;
     pools::Labels annotations;  // runtimeConfig "io.kubernetes.cri.pod-annotations"
     pools::Labels labels;       // args.cni.labels (no Kubernetes runtime fills it)
+    // Read from the API server (ipam/pod_lookup.h): then the labels and controller are the
+    // pod's own, and the annotations the runtime passed are completed with the pod's.
+    bool from_api = false;
+    std::optional<pools::Controller> controller;
 };
 
 struct Request {
@@ -33,6 +38,7 @@ struct Request {
     engine::NetworkConfig network;
     std::optional<PoolMode> pools;                    // ipam.poolsDir: pool mode
     bool statefulset_fixed_ip = false;                // ipam.statefulSetFixedIP (docs/fixed-ips.md)
+    std::optional<KubernetesApi> kubernetes;          // ipam.kubernetes (docs/kubernetes.md)
     nlohmann::json routes = nlohmann::json::array();  // ipam.routes, handed back as configured
     std::vector<engine::IpAddress> requested;         // ADD: the addresses asked for
     nlohmann::json prev_result;  // CHECK: the result it compares with (ipam/prev_result.h)

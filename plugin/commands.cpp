@@ -25,6 +25,7 @@ Expected<ipam::Request> make_request(const CniEnv& env, const CniArgs& args, Net
     r.network = std::move(nc.network);
     r.pools = std::move(nc.pool_mode);
     r.statefulset_fixed_ip = nc.statefulset_fixed_ip;
+    r.kubernetes = std::move(nc.kubernetes);
     r.routes = std::move(nc.routes);
     for (const auto& s : nc.requested_ips) {
         auto a = parse_requested_ip(s);

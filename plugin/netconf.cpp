@@ -299,6 +299,9 @@ Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
         if (!it->is_boolean()) return type_error("ipam.statefulSetFixedIP", "a boolean");
         nc.statefulset_fixed_ip = it->get<bool>();
     }
+    auto kubernetes = ipam::parse_kubernetes(ipam);
+    if (!kubernetes) return kubernetes.error();
+    nc.kubernetes = std::move(*kubernetes);
     if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
     ipam::apply_block_size_defaults(ipam, nc.pool_mode, nc.network);
     if (auto st = parse_routes(ipam, nc); !st) return st.error();

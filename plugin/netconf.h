@@ -10,6 +10,7 @@
 
 #include "engine/ops/allocator.h"
 #include "engine/state/network_config.h"
+#include "ipam/kubernetes_config.h"
 #include "ipam/pool_config.h"
 #include "plugin/cni_args.h"
 #include "pools/pod_facts.h"
@@ -33,6 +34,7 @@ struct NetConf {
     pools::Labels pod_annotations;            // runtimeConfig "io.kubernetes.cri.pod-annotations"
     pools::Labels pod_labels;                 // args.cni.labels ([{key, value}], CNI conventions)
     bool statefulset_fixed_ip = false;        // ipam.statefulSetFixedIP (docs/fixed-ips.md)
+    std::optional<ipam::KubernetesApi> kubernetes;  // ipam.kubernetes (ipam/kubernetes_config.h)
 };
 
 // Just the version, for error output and the version gate (code 1 when unsupported).

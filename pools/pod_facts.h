@@ -1,15 +1,24 @@
 // What the selection rules know about the pod and the call, gathered without a daemon: the
 // pod's identity from CNI_ARGS, its annotations from runtimeConfig
 // `io.kubernetes.cri.pod-annotations`, its labels from `args.cni.labels`, the node from the
-// config; and the CNI config's own pool knobs.
+// config; with the API server configured, the labels, the rest of the annotations and the
+// controller read from the pod itself (docs/kubernetes.md); and the CNI config's own pool knobs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pools/objects.h"
 
 namespace shmipam::pools {
+
+// The pod's controller: its ownerReference with `controller: true`.
+struct Controller {
+    std::string api_version;  // "apps/v1"
+    std::string kind;         // "StatefulSet"
+    std::string name;
+};
 
 struct PodFacts {
     std::string namespace_;
@@ -19,6 +28,10 @@ struct PodFacts {
     Labels labels;
     std::string node_name;
     std::string ifname;  // the interface being added (CNI_IFNAME)
+    // Read from the API server: then `controller` is known (none: a bare pod) and the labels are
+    // the pod's own; otherwise only what the runtime passed is known.
+    bool from_api = false;
+    std::optional<Controller> controller;
 };
 
 // The pool settings of the CNI config (Spiderpool's names).

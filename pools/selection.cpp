@@ -92,22 +92,35 @@ Expected<RuleLists> lists_of(const json& item, const std::string& key, bool clea
     return r;
 }
 
+// The interface an `ippools` item without one is for: Spiderpool's unnamed multi-NIC form
+// matches by position, item 0 the pod's first interface and item i Multus's `net<i>`.
+std::string interface_at(size_t position) {
+    return position == 0 ? "eth0" : "net" + std::to_string(position);
+}
+
 // The item of a per-interface list (`ippools`, `subnets`) for this interface, validated as
-// Spiderpool does: every item names its interface, once.
+// Spiderpool does: every item names its interface, once; with `by_position`, an item that names
+// none is for the interface at its position.
 Expected<json> item_for_interface(const std::string& text, const std::string& key,
-                                  const std::string& ifname) {
+                                  const std::string& ifname, bool by_position) {
     json doc = json::parse(text, nullptr, false);
     if (doc.is_discarded()) return annotation_error(key, "not valid JSON");
     if (!doc.is_array()) return annotation_error(key, "must be a JSON list");
     if (doc.empty()) return annotation_error(key, "value requires at least one item");
     std::set<std::string> seen;
     json found;
-    for (const auto& item : doc) {
-        if (!item.is_object() || !item.contains("interface") || !item["interface"].is_string() ||
-            item["interface"].get<std::string>().empty()) {
-            return annotation_error(key, "interface must be specified");
+    for (size_t position = 0; position < doc.size(); ++position) {
+        const json& item = doc[position];
+        if (!item.is_object()) return annotation_error(key, "each item must be an object");
+        const bool unnamed = !item.contains("interface") || item["interface"].is_null() ||
+                             (item["interface"].is_string() &&
+                              item["interface"].get<std::string>().empty());
+        if (unnamed && !by_position) return annotation_error(key, "interface must be specified");
+        if (!unnamed && !item["interface"].is_string()) {
+            return annotation_error(key, "interface must be a string");
         }
-        const std::string nic = item["interface"].get<std::string>();
+        const std::string nic =
+            unnamed ? interface_at(position) : item["interface"].get<std::string>();
         if (!seen.insert(nic).second) return annotation_error(key, "duplicate interface " + nic);
         if (nic == ifname) found = item;
     }
@@ -410,7 +423,7 @@ Expected<RuleLists> candidates(const Catalog& catalog, const PodFacts& pod,
     const auto& a = pod.annotations;
     if (auto it = a.find(annotation::kSubnets); it != a.end()) {
         rule = Rule::kSubnetsAnnotation;
-        auto item = item_for_interface(it->second, annotation::kSubnets, pod.ifname);
+        auto item = item_for_interface(it->second, annotation::kSubnets, pod.ifname, false);
         if (!item) return item.error();
         return lists_of(*item, annotation::kSubnets, config.clean_gateway);
     }
@@ -422,7 +435,7 @@ Expected<RuleLists> candidates(const Catalog& catalog, const PodFacts& pod,
     }
     if (auto it = a.find(annotation::kIpPools); it != a.end()) {
         rule = Rule::kIpPoolsAnnotation;
-        auto item = item_for_interface(it->second, annotation::kIpPools, pod.ifname);
+        auto item = item_for_interface(it->second, annotation::kIpPools, pod.ifname, true);
         if (!item) return item.error();
         return lists_of(*item, annotation::kIpPools, false);  // per item, default false
     }

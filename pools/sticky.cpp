@@ -81,9 +81,83 @@ std::string StickyIdentity::display() const {
     return namespace_ + "/" + name;
 }
 
-Expected<std::optional<StickyIdentity>> sticky_identity(const PodFacts& pod, bool config_fixed_ip) {
+std::optional<StickyIdentity> identity_of_key(std::string_view key) {
+    StickyIdentity id;
+    if (key.starts_with("sts:")) {
+        id.kind = StickyKind::kStatefulSet;
+    } else if (key.starts_with("vm:")) {
+        id.kind = StickyKind::kKubeVirt;
+    } else {
+        return std::nullopt;
+    }
+    key.remove_prefix(key.find(':') + 1);
+    const size_t a = key.find('/');
+    const size_t b = a == std::string_view::npos ? a : key.find('/', a + 1);
+    if (b == std::string_view::npos || key.find('/', b + 1) != std::string_view::npos) {
+        return std::nullopt;
+    }
+    id.namespace_ = key.substr(0, a);
+    id.name = key.substr(a + 1, b - a - 1);
+    id.ifname = key.substr(b + 1);
+    if (id.namespace_.empty() || id.name.empty() || id.ifname.empty()) return std::nullopt;
+    return id;
+}
+
+namespace {
+
+std::string_view api_group(std::string_view api_version) {
+    const size_t slash = api_version.find('/');
+    return slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
+}
+
+// Who the pod is, as far as its facts tell: a StatefulSet's pod, a KubeVirt VM's, or neither.
+std::optional<StickyIdentity> identity_from_facts(const PodFacts& pod) {
+    auto vm = pod.labels.find(kKubeVirtVmLabel);
+    if (pod.from_api) {
+        const auto& c = pod.controller;
+        if (c && c->kind == kStatefulSetKind && api_group(c->api_version) == kStatefulSetApiGroup) {
+            auto member = statefulset_member(pod.name);
+            if (member && member->set == c->name) {
+                return StickyIdentity{StickyKind::kStatefulSet, pod.namespace_, pod.name,
+                                      pod.ifname};
+            }
+            return std::nullopt;
+        }
+        if (c && c->kind == kKubeVirtVmiKind && api_group(c->api_version) == kKubeVirtApiGroup) {
+            // The VMI is named after its VM; the label, when set, says so too.
+            const std::string& name =
+                vm != pod.labels.end() && !vm->second.empty() ? vm->second : c->name;
+            return StickyIdentity{StickyKind::kKubeVirt, pod.namespace_, name, pod.ifname};
+        }
+    } else {
+        auto sts = pod.labels.find(kStatefulSetPodNameLabel);
+        if (sts != pod.labels.end() && !pod.name.empty() && sts->second == pod.name) {
+            return StickyIdentity{StickyKind::kStatefulSet, pod.namespace_, pod.name, pod.ifname};
+        }
+    }
+    if (vm != pod.labels.end() && !vm->second.empty()) {
+        return StickyIdentity{StickyKind::kKubeVirt, pod.namespace_, vm->second, pod.ifname};
+    }
+    return std::nullopt;
+}
+
+std::string not_sticky_reason(const PodFacts& pod) {
+    if (pod.from_api) {
+        return pod.controller ? "its controller is " + pod.controller->kind + " " +
+                                    pod.controller->name + ", not a StatefulSet or a KubeVirt VM"
+                              : "it has no controller (a bare pod), not a StatefulSet or a "
+                                "KubeVirt VM";
+    }
+    return std::string("it is not a StatefulSet pod (no label ") + kStatefulSetPodNameLabel + "=" +
+           pod.name + ") nor a KubeVirt VM's pod (no label " + kKubeVirtVmLabel + ")";
+}
+
+}  // namespace
+
+Expected<std::optional<StickyIdentity>> sticky_identity(const PodFacts& pod,
+                                                        const StickyRules& rules) {
     const Found asked = find_annotation(pod, kStaticIpAnnotation, kStaticIpAlias);
-    bool wants = config_fixed_ip;
+    bool wants = rules.config_fixed_ip;
     if (asked.value != nullptr) {
         auto b = parse_bool(trimmed(*asked.value));
         if (!b) {
@@ -93,28 +167,24 @@ Expected<std::optional<StickyIdentity>> sticky_identity(const PodFacts& pod, boo
         }
         wants = *b;
     }
-    if (!wants) return std::optional<StickyIdentity>{};
-
-    std::optional<StickyIdentity> id;
-    auto sts = pod.labels.find(kStatefulSetPodNameLabel);
-    auto vm = pod.labels.find(kKubeVirtVmLabel);
-    if (sts != pod.labels.end() && !pod.name.empty() && sts->second == pod.name) {
-        id = StickyIdentity{StickyKind::kStatefulSet, pod.namespace_, pod.name, pod.ifname};
-    } else if (vm != pod.labels.end() && !vm->second.empty()) {
-        id = StickyIdentity{StickyKind::kKubeVirt, pod.namespace_, vm->second, pod.ifname};
-    }
+    std::optional<StickyIdentity> id = identity_from_facts(pod);
+    const bool by_default = !wants && asked.value == nullptr && rules.statefulset_default &&
+                            pod.from_api && id && id->kind == StickyKind::kStatefulSet;
+    if (!wants && !by_default) return std::optional<StickyIdentity>{};
     if (!id) {
         // The config's switch is for pods that can keep a name; it leaves the others ordinary.
         if (asked.value == nullptr) return std::optional<StickyIdentity>{};
         return make_error(
             Code::kPoolAnnotationInvalid,
-            "pod " + pod_name(pod) + " asks for a static IP (annotation " + asked.key +
-                ") but is not a StatefulSet pod (no label " + kStatefulSetPodNameLabel + "=" +
-                pod.name + ") nor a KubeVirt VM's pod (no label " + kKubeVirtVmLabel +
-                "): only a pod whose name outlives it can keep an address; remove the annotation "
+            "pod " + pod_name(pod) + " asks for a static IP (annotation " + asked.key + ") but " +
+                not_sticky_reason(pod) +
+                ": only a pod whose name outlives it can keep an address; remove the annotation "
                 "or run the pod in a StatefulSet",
-            "the pod's labels come from the CNI config's args.cni.labels");
+            pod.from_api ? "the pod's controller as the API server gives it"
+                         : "the pod's labels come from the CNI config's args.cni.labels; with "
+                           "ipam.kubernetes set they are read from the API server");
     }
+    id->by_default = by_default;
     if (id->namespace_.empty() || id->ifname.empty()) {
         return make_error(Code::kInvalidEnv,
                           "pod " + pod_name(pod) +
@@ -124,11 +194,38 @@ Expected<std::optional<StickyIdentity>> sticky_identity(const PodFacts& pod, boo
     return id;
 }
 
-Expected<ClaimPolicy> claim_policy(const PodFacts& pod) {
+std::optional<SetMember> statefulset_member(std::string_view pod_name) {
+    const size_t dash = pod_name.rfind('-');
+    if (dash == std::string_view::npos || dash == 0 || dash + 1 == pod_name.size()) {
+        return std::nullopt;
+    }
+    const std::string_view digits = pod_name.substr(dash + 1);
+    // An ordinal is at most 2^31 - 1 (spec.replicas is an int32): ten digits.
+    constexpr size_t kMaxOrdinalDigits = 10;
+    if (digits.size() > kMaxOrdinalDigits || (digits.size() > 1 && digits.front() == '0')) {
+        return std::nullopt;
+    }
+    int64_t ordinal = 0;
+    for (char ch : digits) {
+        if (!std::isdigit(static_cast<unsigned char>(ch))) return std::nullopt;
+        ordinal = ordinal * 10 + (ch - '0');
+    }
+    return SetMember{std::string(pod_name.substr(0, dash)), ordinal};
+}
+
+bool statefulset_wants(const SetState& set, int64_t ordinal) {
+    if (!set.exists || set.deleting) return false;
+    return ordinal >= set.ordinals_start && ordinal - set.ordinals_start < set.replicas;
+}
+
+Expected<ClaimPolicy> claim_policy(const PodFacts& pod, bool by_default) {
+    const ClaimPolicy unasked{by_default ? ClaimPolicy::Kind::kWhileOwnerWants
+                                         : ClaimPolicy::Kind::kNever,
+                              0};
     const Found found = find_annotation(pod, kClaimPolicyAnnotation, kClaimPolicyAlias);
-    if (found.value == nullptr) return ClaimPolicy{};
+    if (found.value == nullptr) return unasked;
     const std::string_view v = trimmed(*found.value);
-    if (v.empty()) return ClaimPolicy{};
+    if (v.empty()) return unasked;
     // A bare number is hours, as the design document defines it.
     const bool bare = v.find_first_not_of("0123456789") == std::string_view::npos;
     const std::string as_hours = bare ? std::string(v) + "h" : std::string();
@@ -151,6 +248,8 @@ std::string describe(const ClaimPolicy& p) {
             return "never";
         case ClaimPolicy::Kind::kAtDelete:
             return "at DEL";
+        case ClaimPolicy::Kind::kWhileOwnerWants:
+            return "while its StatefulSet wants it";
         case ClaimPolicy::Kind::kAfterIdle:
             break;
     }

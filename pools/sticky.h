@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "pools/pod_facts.h"
@@ -24,6 +25,12 @@ inline constexpr const char* kClaimPolicyAlias =
 inline constexpr const char* kStatefulSetPodNameLabel = "statefulset.kubernetes.io/pod-name";
 inline constexpr const char* kKubeVirtVmLabel = "vm.kubevirt.io/name";
 
+// The API group and kinds of the controllers that give a pod a name that outlives it.
+inline constexpr const char* kStatefulSetApiGroup = "apps";
+inline constexpr const char* kStatefulSetKind = "StatefulSet";
+inline constexpr const char* kKubeVirtApiGroup = "kubevirt.io";
+inline constexpr const char* kKubeVirtVmiKind = "VirtualMachineInstance";
+
 enum class StickyKind { kStatefulSet, kKubeVirt };
 
 // The name an address is claimed for: one claim per namespace, pod (or VM) name and interface;
@@ -33,6 +40,9 @@ struct StickyIdentity {
     std::string namespace_;
     std::string name;  // the pod's name, or the VM's
     std::string ifname;
+    // Kept by the StatefulSet default alone (no annotation, no ipam.statefulSetFixedIP): its
+    // claim lasts while the StatefulSet wants the pod, unless a policy annotation says otherwise.
+    bool by_default = false;
 
     // "sts:<namespace>/<pod>/<ifname>" or "vm:<namespace>/<vm>/<ifname>" (Kubernetes names
     // hold neither ':' nor '/', so two identities never share a key).
@@ -41,31 +51,69 @@ struct StickyIdentity {
     std::string display() const;
 };
 
+// The identity `key()` made, or nullopt for text that is not one. A key longer than the claim
+// entry keeps (72 bytes) comes back truncated from a claim; the caller compares lengths.
+std::optional<StickyIdentity> identity_of_key(std::string_view key);
+
+// What the config asks of pods that can keep a name.
+struct StickyRules {
+    bool config_fixed_ip = false;  // ipam.statefulSetFixedIP: every such pod, policy "never"
+    // A StatefulSet pod known from the API server keeps its address unasked (pool mode with
+    // ipam.kubernetes, unless ipam.statefulSetFixedIPByDefault is false: docs/fixed-ips.md).
+    bool statefulset_default = false;
+};
+
 // The pod's sticky identity, or nullopt for an ordinary pod. A pod is sticky when its annotation
-// says "true", or, without the annotation, when the config's statefulSetFixedIP does; "false"
-// opts a pod out. Only a StatefulSet pod (label statefulset.kubernetes.io/pod-name equal to its
-// name) or a KubeVirt launcher pod (label vm.kubevirt.io/name) can be: one that asks by
-// annotation and is neither is an error (120) that says so, as the design document requires; the
-// config's switch alone leaves other pods ordinary. An annotation that is not a boolean is an
-// error too.
-Expected<std::optional<StickyIdentity>> sticky_identity(const PodFacts& pod, bool config_fixed_ip);
+// says "true", or, without the annotation, when the config's statefulSetFixedIP does, or the
+// StatefulSet default applies; "false" opts a pod out. Only a StatefulSet pod or a KubeVirt
+// launcher pod can be. Read from the API server, that is its controller (a StatefulSet whose
+// name and an ordinal make the pod's; a VirtualMachineInstance, or the label vm.kubevirt.io/name);
+// otherwise the labels the runtime passed (statefulset.kubernetes.io/pod-name equal to its name,
+// vm.kubevirt.io/name). One that asks by annotation and is neither is an error (120) that says
+// so, as the design document requires; the config's switch alone leaves other pods ordinary. An
+// annotation that is not a boolean is an error too.
+Expected<std::optional<StickyIdentity>> sticky_identity(const PodFacts& pod,
+                                                        const StickyRules& rules);
+
+// How the StatefulSet controller names its pods: "<set>-<ordinal>", the ordinal in decimal
+// without a leading zero. nullopt: the name cannot be a StatefulSet pod's (such a pod is known
+// not to be one without asking the API server).
+struct SetMember {
+    std::string set;
+    int64_t ordinal = 0;
+};
+std::optional<SetMember> statefulset_member(std::string_view pod_name);
+
+// A StatefulSet as the API server gives it.
+struct SetState {
+    bool exists = false;
+    bool deleting = false;       // metadata.deletionTimestamp
+    int64_t ordinals_start = 0;  // spec.ordinals.start
+    int64_t replicas = 1;        // spec.replicas
+};
+// Whether the set still wants its pod of `ordinal`: it exists, is not being deleted, and its
+// ordinals [start, start + replicas) cover it.
+bool statefulset_wants(const SetState& set, int64_t ordinal);
 
 // How long a claim whose address nobody uses is kept.
 struct ClaimPolicy {
-    enum class Kind { kNever, kAtDelete, kAfterIdle };
+    // kWhileOwnerWants: the StatefulSet default's, freed once the set no longer wants the pod.
+    enum class Kind { kNever, kAtDelete, kAfterIdle, kWhileOwnerWants };
     Kind kind = Kind::kNever;
     int64_t idle_seconds = 0;  // kAfterIdle: kept this long after the DEL that left it idle
 
     bool operator==(const ClaimPolicy&) const = default;
 };
 
-// The policy annotation: absent or empty = never reclaim; "0" = free at DEL; a whole number N =
-// N hours; a duration with units, as Kubernetes and Go write them ("90m", "48h", "1h30m",
-// "5s"). Anything else (a negative or fractional number, an unknown unit, more than 100 years)
-// is an error (120) that quotes the value.
-Expected<ClaimPolicy> claim_policy(const PodFacts& pod);
+// The policy annotation: absent or empty = never reclaim (for an identity kept `by_default`:
+// while its StatefulSet wants it); "0" = free at DEL; a whole number N = N hours; a duration
+// with units, as Kubernetes and Go write them ("90m", "48h", "1h30m", "5s"). Anything else (a
+// negative or fractional number, an unknown unit, more than 100 years) is an error (120) that
+// quotes the value.
+Expected<ClaimPolicy> claim_policy(const PodFacts& pod, bool by_default = false);
 
-// The policy for tools: "never", "at DEL", or the idle time kept, as "1h30m idle".
+// The policy for tools: "never", "at DEL", "while its StatefulSet wants it", or the idle time
+// kept, as "1h30m idle".
 std::string describe(const ClaimPolicy& p);
 
 }  // namespace shmipam::pools

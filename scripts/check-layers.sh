@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that dependencies point one way, reading every #include "dir/..." line:
 #   base <- shm <- engine (addr <- slots <- state <- {policy, inspect} <- recovery <- ops)
-#        <- {pools, cluster} <- ipam <- {plugin, tools, bench}
+#        <- {pools, cluster, kube} <- ipam <- {plugin, tools, bench}
 # plugin/ includes no shm/ header (the engine owns what the CNI glue needs of the store) and no
 # cluster/ header (ipam/ owns pool and cluster orchestration; the plugin is CNI glue).
 # Prints each include that breaks a rule and exits 1; exits 0 when there is none.
@@ -25,9 +25,10 @@ allowed_for() {  # sets `allowed`
     engine/ops | engine) allowed="base shm engine engine/*" ;;
     pools) allowed="base engine engine/* pools" ;;
     cluster) allowed="base engine engine/* cluster" ;;
-    ipam) allowed="base engine engine/* pools cluster ipam" ;;
+    kube) allowed="base kube" ;;
+    ipam) allowed="base engine engine/* pools cluster kube ipam" ;;
     plugin) allowed="base engine engine/* pools ipam plugin" ;;
-    tools) allowed="base shm engine engine/* pools cluster ipam tools" ;;
+    tools) allowed="base shm engine engine/* pools cluster kube ipam tools" ;;
     bench) allowed="base shm engine engine/* pools cluster ipam plugin bench" ;;
     *) allowed="*" ;;  # tests/ and anything else may include anything
     esac

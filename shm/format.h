@@ -185,7 +185,9 @@ struct ClaimFields {
     //      name's next ADD binds it or an operator releases it
     uint64_t binding;
     // How long an idle claim is kept: 0 forever, 1 released at the DEL that leaves it idle,
-    // N + 1 released N seconds after. Written before the entry is committed.
+    // N + 1 released N seconds after (N at most 100 years), kKeepIdleWhileOwnerWants kept while
+    // its StatefulSet wants the pod (the engine keeps it like 0; ipam/ asks the API server).
+    // Written before the entry is committed.
     uint64_t keep_idle;
     // Non-zero: the claim's journal records were written in an earlier boot (a rebuild after a
     // reboot sets it). Before the claim is bound in this boot its records are written again with
@@ -197,6 +199,9 @@ struct ClaimFields {
 static_assert(sizeof(ClaimFields) == kPodBytes);
 inline constexpr uint64_t kKeepIdleForever = 0;
 inline constexpr uint64_t kKeepIdleNone = 1;
+// 200 years + 1: beyond any N + 1 a policy can write, so never mistaken for one; a release that
+// predates it reads it as 200 years and keeps the claim, as it should.
+inline constexpr uint64_t kKeepIdleWhileOwnerWants = uint64_t{200} * 365 * 24 * 3600 + 1;
 
 struct Entry {
     uint64_t state;

@@ -34,7 +34,9 @@ inline constexpr uint64_t kAtDeleteGraceS = 60;
 // When a claim idle since idle_since_s (unix seconds) may be freed by its policy (format.h,
 // ClaimFields::keep_idle); 0 never.
 inline uint64_t claim_due_at(uint64_t keep_idle, uint64_t idle_since_s) {
-    if (keep_idle == format::kKeepIdleForever) return 0;
+    if (keep_idle == format::kKeepIdleForever || keep_idle == format::kKeepIdleWhileOwnerWants) {
+        return 0;
+    }
     if (keep_idle == format::kKeepIdleNone) return idle_since_s + kAtDeleteGraceS;
     return idle_since_s + (keep_idle - 1);
 }

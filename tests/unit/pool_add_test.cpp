@@ -42,6 +42,7 @@ class FakeBlockSource final : public AddressSource {
     std::vector<IpAddress> released;
 
     bool fixed_across_nodes(const std::string&) const override { return false; }
+    bool keeps_default_claims(const std::string&) const override { return false; }
     void prepare(const PoolTarget&) override {}
     Expected<std::vector<pools::IpSet>> places(const PoolTarget& t, bool) override {
         pools::IpSet mine(t.usable.family());

@@ -92,6 +92,30 @@ TEST(PoolRules, IppoolsWinsOverIppoolAndTakesTheCurrentInterfacesItem) {
     EXPECT_TRUE(s.clean_gateway);
 }
 
+// Spiderpool's unnamed multi-NIC form: items without `interface` are matched by position.
+TEST(PoolRules, IppoolsItemsWithoutInterfaceAreMatchedByPosition) {
+    auto c = catalog_of(pool("p-first") + pool("p-second") + pool("p-third"));
+    const char* unnamed =
+        R"([{"ipv4": ["p-first"]}, {"ipv4": ["p-second"]}, {"ipv4": ["p-third"]}])";
+    for (const auto& [ifname, want] : std::vector<std::pair<std::string, std::string>>{
+             {"eth0", "p-first"}, {"net1", "p-second"}, {"net2", "p-third"}}) {
+        PodFacts pod = pod_in();
+        pod.ifname = ifname;
+        pod.annotations[annotation::kIpPools] = unnamed;
+        auto s = select_pools(c, pod, {});
+        ASSERT_FALSE(s.error) << ifname << ": " << s.error->msg;
+        EXPECT_EQ(order_of(s, Family::kV4), std::vector<std::string>{want}) << ifname;
+    }
+    PodFacts beyond = pod_in();
+    beyond.ifname = "net3";
+    beyond.annotations[annotation::kIpPools] = unnamed;
+    auto s = select_pools(c, beyond, {});
+    ASSERT_TRUE(s.error);
+    EXPECT_NE(s.error->msg.find("interfaces do not contain that requested by runtime (net3)"),
+              std::string::npos)
+        << s.error->msg;
+}
+
 TEST(PoolRules, TheSubnetAnnotationWinsOverPoolAnnotations) {
     auto c = catalog_of(
         pool("p1") +
@@ -244,8 +268,12 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"interface twice", annotation::kIpPools,
                   R"([{"interface": "eth0", "ipv4": ["p1"]}, {"interface": "eth0"}])",
                   Code::kPoolAnnotationInvalid, "duplicate interface eth0"},
-        ErrorCase{"interface missing", annotation::kIpPools, R"([{"ipv4": ["p1"]}])",
-                  Code::kPoolAnnotationInvalid, "interface must be specified"},
+        ErrorCase{"interface missing from a subnets item", annotation::kSubnets,
+                  R"([{"ipv4": ["sub1"]}])", Code::kPoolAnnotationInvalid,
+                  "interface must be specified"},
+        ErrorCase{"unnamed item clashing with a named one", annotation::kIpPools,
+                  R"([{"ipv4": ["p1"]}, {"interface": "eth0", "ipv4": ["p1"]}])",
+                  Code::kPoolAnnotationInvalid, "duplicate interface eth0"},
         ErrorCase{"empty list", annotation::kIpPools, "[]", Code::kPoolAnnotationInvalid,
                   "value requires at least one item"}),
     [](const auto& info) {

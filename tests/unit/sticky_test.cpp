@@ -48,7 +48,7 @@ class StickyIdentityRules : public ::testing::TestWithParam<StickyCase> {};
 
 TEST_P(StickyIdentityRules, DecidesWhoKeepsAnAddressByName) {
     const StickyCase& c = GetParam();
-    auto id = sticky_identity(c.pod, c.config_fixed_ip);
+    auto id = sticky_identity(c.pod, StickyRules{c.config_fixed_ip});
     if (c.error) {
         ASSERT_FALSE(id) << "expected an error";
         EXPECT_EQ(id.error().code, *c.error);
@@ -118,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 TEST(StickyIdentity, TheRefusalSaysWhatToFix) {
-    auto id = sticky_identity(with_annotation(plain_pod(), kStaticIpAnnotation, "true"), false);
+    auto id = sticky_identity(with_annotation(plain_pod(), kStaticIpAnnotation, "true"), StickyRules{});
     ASSERT_FALSE(id);
     EXPECT_NE(id.error().msg.find("shop/web-7f9c-x2"), std::string::npos) << id.error().msg;
     EXPECT_NE(id.error().msg.find("not a StatefulSet pod"), std::string::npos) << id.error().msg;
@@ -128,14 +128,14 @@ TEST(StickyIdentity, TheRefusalSaysWhatToFix) {
 TEST(StickyIdentity, EachInterfaceIsItsOwnClaim) {
     PodFacts a = sts_pod(), b = sts_pod();
     b.ifname = "net1";
-    EXPECT_NE((*sticky_identity(a, true))->key(), (*sticky_identity(b, true))->key());
-    EXPECT_EQ((*sticky_identity(a, true))->display(), "shop/db-0");
+    EXPECT_NE((*sticky_identity(a, StickyRules{true}))->key(), (*sticky_identity(b, StickyRules{true}))->key());
+    EXPECT_EQ((*sticky_identity(a, StickyRules{true}))->display(), "shop/db-0");
 }
 
 TEST(StickyIdentity, AStickyPodWithoutANamespaceIsAnError) {
     PodFacts p = sts_pod();
     p.namespace_.clear();
-    auto id = sticky_identity(p, true);
+    auto id = sticky_identity(p, StickyRules{true});
     ASSERT_FALSE(id);
     EXPECT_EQ(id.error().code, Code::kInvalidEnv);
 }
@@ -199,6 +199,123 @@ TEST(ClaimPolicy, DescribesItselfAsAnOperatorWritesIt) {
     EXPECT_EQ(describe(ClaimPolicy{K::kAtDelete, 0}), "at DEL");
     EXPECT_EQ(describe(ClaimPolicy{K::kAfterIdle, 5400}), "1h30m idle");
     EXPECT_EQ(describe(ClaimPolicy{K::kAfterIdle, 5}), "5s idle");
+}
+
+// A pod as the API server gives it (docs/kubernetes.md): its controller and its own labels.
+PodFacts api_pod(const std::string& name, std::optional<Controller> controller) {
+    PodFacts p;
+    p.namespace_ = "shop";
+    p.name = name;
+    p.ifname = "eth0";
+    p.from_api = true;
+    p.controller = std::move(controller);
+    return p;
+}
+
+Controller statefulset(const std::string& name) {
+    return Controller{"apps/v1", "StatefulSet", name};
+}
+
+TEST(StickyFromApi, AStatefulSetPodKeepsItsAddressByDefaultWithTheOwnerPolicy) {
+    const PodFacts pod = api_pod("db-3", statefulset("db"));
+    auto id = sticky_identity(pod, StickyRules{false, true});
+    ASSERT_TRUE(id && *id);
+    EXPECT_EQ((*id)->key(), "sts:shop/db-3/eth0");
+    EXPECT_TRUE((*id)->by_default);
+    auto policy = claim_policy(pod, (*id)->by_default);
+    ASSERT_TRUE(policy);
+    EXPECT_EQ(policy->kind, ClaimPolicy::Kind::kWhileOwnerWants);
+    EXPECT_EQ(describe(*policy), "while its StatefulSet wants it");
+    // A policy annotation keeps its meaning under the default.
+    auto hours = claim_policy(with_annotation(pod, kClaimPolicyAnnotation, "2"), true);
+    ASSERT_TRUE(hours);
+    EXPECT_EQ(*hours, (ClaimPolicy{ClaimPolicy::Kind::kAfterIdle, 7200}));
+}
+
+TEST(StickyFromApi, TheDefaultOffOrAnOptOutLeavesTheStatefulSetPodOrdinary) {
+    const PodFacts pod = api_pod("db-3", statefulset("db"));
+    auto off = sticky_identity(pod, StickyRules{false, false});
+    ASSERT_TRUE(off);
+    EXPECT_FALSE(*off);
+    auto opted_out = sticky_identity(with_annotation(pod, kStaticIpAnnotation, "false"),
+                                     StickyRules{false, true});
+    ASSERT_TRUE(opted_out);
+    EXPECT_FALSE(*opted_out);
+    // The explicit ask keeps "never" as its policy.
+    auto asked = sticky_identity(with_annotation(pod, kStaticIpAnnotation, "true"),
+                                 StickyRules{false, true});
+    ASSERT_TRUE(asked && *asked);
+    EXPECT_FALSE((*asked)->by_default);
+}
+
+TEST(StickyFromApi, ADeploymentPodAskingForAStaticIpIsRefusedNamingItsController) {
+    PodFacts pod = api_pod("web-5d4f7-x2x7z", Controller{"apps/v1", "ReplicaSet", "web-5d4f7"});
+    // The label a runtime could pass is not trusted over the API's controller.
+    pod.labels[kStatefulSetPodNameLabel] = pod.name;
+    auto id = sticky_identity(with_annotation(pod, kStaticIpAnnotation, "true"), StickyRules{});
+    ASSERT_FALSE(id);
+    EXPECT_EQ(id.error().code, Code::kPoolAnnotationInvalid);
+    EXPECT_NE(id.error().msg.find("ReplicaSet web-5d4f7"), std::string::npos) << id.error().msg;
+    // The default never applies to it.
+    auto unasked = sticky_identity(pod, StickyRules{false, true});
+    ASSERT_TRUE(unasked);
+    EXPECT_FALSE(*unasked);
+}
+
+TEST(StickyFromApi, AStatefulSetOwnerWhoseNameIsNotThePodsPrefixIsNotTrusted) {
+    auto id = sticky_identity(api_pod("other-0", statefulset("db")), StickyRules{false, true});
+    ASSERT_TRUE(id);
+    EXPECT_FALSE(*id);
+}
+
+TEST(StickyFromApi, AKubeVirtLauncherPodIsKnownByItsVmiOwner) {
+    const PodFacts pod = api_pod("virt-launcher-vm1-abcde",
+                                 Controller{"kubevirt.io/v1", "VirtualMachineInstance", "vm1"});
+    auto id = sticky_identity(with_annotation(pod, kStaticIpAnnotation, "true"), StickyRules{});
+    ASSERT_TRUE(id && *id);
+    EXPECT_EQ((*id)->key(), "vm:shop/vm1/eth0");
+    // Not under the StatefulSet default.
+    auto unasked = sticky_identity(pod, StickyRules{false, true});
+    ASSERT_TRUE(unasked);
+    EXPECT_FALSE(*unasked);
+}
+
+TEST(StatefulSetMember, ReadsTheControllersNamingAndNothingElse) {
+    auto m = statefulset_member("web-12");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->set, "web");
+    EXPECT_EQ(m->ordinal, 12);
+    EXPECT_EQ(statefulset_member("my-db-0")->set, "my-db");
+    for (const char* not_one : {"web", "web-", "-1", "web-01", "web-x1", "web-5d4f7-x2x7z",
+                                "web-12345678901"}) {
+        EXPECT_FALSE(statefulset_member(not_one)) << not_one;
+    }
+}
+
+TEST(StatefulSetMember, TheSetWantsTheOrdinalsItsReplicasCover) {
+    const SetState three{true, false, 0, 3};
+    EXPECT_TRUE(statefulset_wants(three, 2));
+    EXPECT_FALSE(statefulset_wants(three, 3));
+    const SetState from_five{true, false, 5, 2};
+    EXPECT_FALSE(statefulset_wants(from_five, 4));
+    EXPECT_TRUE(statefulset_wants(from_five, 6));
+    EXPECT_FALSE(statefulset_wants(from_five, 7));
+    EXPECT_FALSE(statefulset_wants(SetState{true, true, 0, 3}, 0));   // being deleted
+    EXPECT_FALSE(statefulset_wants(SetState{false, false, 0, 3}, 0));  // gone
+}
+
+TEST(StickyIdentity, AKeyReadsBackAsItsIdentity) {
+    auto id = identity_of_key("sts:shop/db-0/net1");
+    ASSERT_TRUE(id);
+    EXPECT_EQ(id->kind, StickyKind::kStatefulSet);
+    EXPECT_EQ(id->namespace_, "shop");
+    EXPECT_EQ(id->name, "db-0");
+    EXPECT_EQ(id->ifname, "net1");
+    EXPECT_EQ(identity_of_key("vm:shop/vm1/eth0")->kind, StickyKind::kKubeVirt);
+    for (const char* bad : {"", "sts:", "sts:shop/db-0", "pod:shop/db-0/eth0", "sts:a/b/c/d",
+                            "sts:/db-0/eth0"}) {
+        EXPECT_FALSE(identity_of_key(bad)) << bad;
+    }
 }
 
 }  // namespace

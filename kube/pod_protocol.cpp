@@ -1,0 +1,299 @@
+#include "kube/pod_protocol.h"
+
+namespace shmipam::kube::protocol {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kReadPod = "read-pod";
+constexpr const char* kReadStatefulSets = "read-statefulsets";
+
+Error field_error(const std::string& what, const std::string& field, const char* want) {
+    return make_error(Code::kInvalidConfig,
+                      "the Kubernetes helper's " + what + " needs \"" + field + "\" (" + want + ")");
+}
+
+// Readers of one object's fields; each answers code 7 naming the field. Never throw.
+struct Reader {
+    const json& j;
+    std::string what;  // "read-pod request", "answer", ...
+
+    Expected<std::string> text(const char* f, bool required = true) const {
+        auto it = j.find(f);
+        if (it == j.end() || it->is_null()) {
+            if (required) return field_error(what, f, "a string");
+            return std::string();
+        }
+        if (!it->is_string()) return field_error(what, f, "a string");
+        return it->get<std::string>();
+    }
+    Expected<int64_t> integer(const char* f, int64_t fallback) const {
+        auto it = j.find(f);
+        if (it == j.end() || it->is_null()) return fallback;
+        if (!it->is_number_integer()) return field_error(what, f, "an integer");
+        return it->get<int64_t>();
+    }
+    Expected<bool> flag(const char* f) const {
+        auto it = j.find(f);
+        if (it == j.end() || it->is_null()) return false;
+        if (!it->is_boolean()) return field_error(what, f, "true or false");
+        return it->get<bool>();
+    }
+    Expected<StringMap> strings(const char* f) const {
+        StringMap out;
+        auto it = j.find(f);
+        if (it == j.end() || it->is_null()) return out;
+        if (!it->is_object()) return field_error(what, f, "an object of strings");
+        for (const auto& [k, v] : it->items()) {
+            if (!v.is_string()) return field_error(what, f, "an object of strings");
+            out[k] = v.get<std::string>();
+        }
+        return out;
+    }
+    Expected<Api> api() const {
+        Api a;
+        auto kubeconfig = text("kubeconfig");
+        if (!kubeconfig) return kubeconfig.error();
+        if (kubeconfig->empty()) return field_error(what, "kubeconfig", "a path");
+        a.kubeconfig = *kubeconfig;
+        auto it = j.find("budgetMs");
+        if (it != j.end() && !it->is_null()) {
+            if (!it->is_number_unsigned() || it->get<uint64_t>() == 0) {
+                return field_error(what, "budgetMs", "a positive integer");
+            }
+            a.budget_ms = it->get<uint64_t>();
+        }
+        return a;
+    }
+};
+
+void put_api(json& j, const Api& a) {
+    j["kubeconfig"] = a.kubeconfig;
+    j["budgetMs"] = a.budget_ms;
+}
+
+json request_json(const ReadPod& r) {
+    json j{{"version", kVersion}, {"op", kReadPod}};
+    put_api(j, r.api);
+    j["namespace"] = r.namespace_;
+    j["name"] = r.name;
+    return j;
+}
+
+json request_json(const ReadStatefulSets& r) {
+    json j{{"version", kVersion}, {"op", kReadStatefulSets}};
+    put_api(j, r.api);
+    json sets = json::array();
+    for (const auto& s : r.sets) sets.push_back({{"namespace", s.namespace_}, {"name", s.name}});
+    j["sets"] = sets;
+    return j;
+}
+
+Expected<ObjectRef> object_ref(const json& j, const std::string& what) {
+    if (!j.is_object()) return field_error(what, "sets[]", "objects with namespace and name");
+    const Reader rd{j, what};
+    auto ns = rd.text("namespace");
+    if (!ns) return ns.error();
+    auto name = rd.text("name");
+    if (!name) return name.error();
+    if (ns->empty() || name->empty()) {
+        return field_error(what, "namespace and name", "each not empty");
+    }
+    return ObjectRef{*ns, *name};
+}
+
+Expected<Request> decode_object(const json& j) {
+    auto v = j.find("version");
+    if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() != kVersion) {
+        return make_error(Code::kIncompatibleVersion,
+                          "the Kubernetes helper speaks protocol version " +
+                              std::to_string(kVersion) + "; the request is of version " +
+                              (v == j.end() ? std::string("none") : v->dump()) +
+                              ": install the plugin and its helpers from one release");
+    }
+    auto op = j.find("op");
+    const std::string name = op != j.end() && op->is_string() ? op->get<std::string>() : "";
+    const Reader rd{j, name + " request"};
+    if (name == kReadPod) {
+        auto api = rd.api();
+        if (!api) return api.error();
+        auto ns = rd.text("namespace");
+        if (!ns) return ns.error();
+        auto pod = rd.text("name");
+        if (!pod) return pod.error();
+        if (ns->empty() || pod->empty()) {
+            return field_error(rd.what, "namespace and name", "each not empty");
+        }
+        return Request{ReadPod{*api, *ns, *pod}};
+    }
+    if (name == kReadStatefulSets) {
+        auto api = rd.api();
+        if (!api) return api.error();
+        ReadStatefulSets r{*api, {}};
+        auto sets = j.find("sets");
+        if (sets == j.end() || !sets->is_array()) {
+            return field_error(rd.what, "sets", "a list of {namespace, name}");
+        }
+        for (const auto& s : *sets) {
+            auto ref = object_ref(s, rd.what);
+            if (!ref) return ref.error();
+            r.sets.push_back(*ref);
+        }
+        return Request{std::move(r)};
+    }
+    return make_error(Code::kIncompatibleVersion,
+                      "the Kubernetes helper knows no op \"" + name +
+                          "\": install the plugin and its helpers from one release");
+}
+
+// The helper's answer as JSON: an error object is passed on with its code.
+Expected<json> answer_object(std::string_view text) {
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return make_error(Code::kInternal, "the Kubernetes helper answered what is not JSON: " +
+                                               std::string(text.substr(0, 200)));
+    }
+    if (auto code = j.find("code"); code != j.end()) {
+        Error e;
+        e.code = code->is_number_integer() ? Code(code->get<int>()) : Code::kInternal;
+        if (auto m = j.find("msg"); m != j.end() && m->is_string()) e.msg = m->get<std::string>();
+        if (auto d = j.find("details"); d != j.end() && d->is_string()) {
+            e.details = d->get<std::string>();
+        }
+        return e;
+    }
+    return j;
+}
+
+Error unparsed(const Error& e) {
+    return make_error(Code::kInternal, "the Kubernetes helper's answer did not parse: " + e.msg);
+}
+
+}  // namespace
+
+std::string encode(const Request& r) {
+    return std::visit([](const auto& req) { return request_json(req).dump(); }, r);
+}
+
+Expected<Request> decode(std::string_view text) {
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return make_error(Code::kDecode, "the Kubernetes helper's request is not a JSON object");
+    }
+    return decode_object(j);
+}
+
+json to_json(const PodAnswer& a) {
+    json owners = json::array();
+    for (const auto& o : a.owners) {
+        owners.push_back({{"apiVersion", o.api_version},
+                          {"kind", o.kind},
+                          {"name", o.name},
+                          {"uid", o.uid},
+                          {"controller", o.controller}});
+    }
+    return {{"uid", a.uid},
+            {"nodeName", a.node_name},
+            {"labels", a.labels},
+            {"annotations", a.annotations},
+            {"owners", owners}};
+}
+
+json to_json(const StatefulSetsAnswer& a) {
+    json sets = json::array();
+    for (const auto& s : a.sets) {
+        sets.push_back({{"namespace", s.namespace_},
+                        {"name", s.name},
+                        {"exists", s.exists},
+                        {"deleting", s.deleting},
+                        {"ordinalsStart", s.ordinals_start},
+                        {"replicas", s.replicas}});
+    }
+    return {{"sets", sets}};
+}
+
+json error_json(const Error& e) {
+    json j{{"code", int(e.code)}, {"msg", e.msg}};
+    if (!e.details.empty()) j["details"] = e.details;
+    return j;
+}
+
+Expected<PodAnswer> pod_answer(std::string_view text) {
+    auto j = answer_object(text);
+    if (!j) return j.error();
+    const Reader rd{*j, "read-pod answer"};
+    PodAnswer a;
+    auto uid = rd.text("uid");
+    auto node = rd.text("nodeName", false);
+    auto labels = rd.strings("labels");
+    auto annotations = rd.strings("annotations");
+    if (!uid) return unparsed(uid.error());
+    if (!node) return unparsed(node.error());
+    if (!labels) return unparsed(labels.error());
+    if (!annotations) return unparsed(annotations.error());
+    a.uid = *uid;
+    a.node_name = *node;
+    a.labels = std::move(*labels);
+    a.annotations = std::move(*annotations);
+    auto owners = j->find("owners");
+    if (owners != j->end() && !owners->is_null()) {
+        if (!owners->is_array()) {
+            return unparsed(field_error(rd.what, "owners", "a list of owner references"));
+        }
+        for (const auto& o : *owners) {
+            if (!o.is_object()) {
+                return unparsed(field_error(rd.what, "owners", "a list of owner references"));
+            }
+            const Reader ord{o, "read-pod answer's owner"};
+            OwnerReference ref;
+            auto api_version = ord.text("apiVersion");
+            auto kind = ord.text("kind");
+            auto name = ord.text("name");
+            auto owner_uid = ord.text("uid", false);
+            auto controller = ord.flag("controller");
+            if (!api_version) return unparsed(api_version.error());
+            if (!kind) return unparsed(kind.error());
+            if (!name) return unparsed(name.error());
+            if (!owner_uid) return unparsed(owner_uid.error());
+            if (!controller) return unparsed(controller.error());
+            a.owners.push_back({*api_version, *kind, *name, *owner_uid, *controller});
+        }
+    }
+    return a;
+}
+
+Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text) {
+    auto j = answer_object(text);
+    if (!j) return j.error();
+    auto sets = j->find("sets");
+    if (sets == j->end() || !sets->is_array()) {
+        return unparsed(field_error("read-statefulsets answer", "sets", "a list"));
+    }
+    StatefulSetsAnswer a;
+    for (const auto& s : *sets) {
+        if (!s.is_object()) return unparsed(field_error("read-statefulsets answer", "sets", "a list"));
+        const Reader rd{s, "read-statefulsets answer"};
+        StatefulSetAnswer one;
+        auto ref = object_ref(s, rd.what);
+        auto exists = rd.flag("exists");
+        auto deleting = rd.flag("deleting");
+        auto start = rd.integer("ordinalsStart", 0);
+        auto replicas = rd.integer("replicas", 1);
+        if (!ref) return unparsed(ref.error());
+        if (!exists) return unparsed(exists.error());
+        if (!deleting) return unparsed(deleting.error());
+        if (!start) return unparsed(start.error());
+        if (!replicas) return unparsed(replicas.error());
+        one.namespace_ = ref->namespace_;
+        one.name = ref->name;
+        one.exists = *exists;
+        one.deleting = *deleting;
+        one.ordinals_start = *start;
+        one.replicas = *replicas;
+        a.sets.push_back(std::move(one));
+    }
+    return a;
+}
+
+}  // namespace shmipam::kube::protocol
