@@ -62,13 +62,12 @@ class InstallImage : public ::testing::Test {
     TempDir dir;
 };
 
-// The helpers this build has (the image ships each; build-image.sh fails without one the
-// source tree builds).
-std::vector<std::string> built_helpers(const std::string& build_dir) {
+// The helpers this build defines (tests/CMakeLists.txt): the image ships each
+// (build-image.sh fails without one the source tree builds).
+std::vector<std::string> built_helpers() {
     std::vector<std::string> out;
-    for (const char* h : {"shmipam-cluster", "shmipam-kube"}) {
-        if (::access((build_dir + "/" + h).c_str(), X_OK) == 0) out.push_back(h);
-    }
+    std::istringstream names(SHMIPAM_SHIPPED_HELPERS);
+    for (std::string h; names >> h;) out.push_back(h);
     return out;
 }
 
@@ -153,8 +152,8 @@ TEST_F(InstallImage, TheImageInstallsThePluginAndConflistAndTheInstalledPluginSe
 
 TEST_F(InstallImage, TheHelpersRunInTheImageAndInstalledOnAHostThatHasOnlyGlibc) {
     const std::string build_dir = std::filesystem::path(SHMIPAM_PLUGIN_PATH).parent_path().string();
-    const std::vector<std::string> helpers = built_helpers(build_dir);
-    ASSERT_FALSE(helpers.empty()) << "no helper in " << build_dir;
+    const std::vector<std::string> helpers = built_helpers();
+    ASSERT_FALSE(helpers.empty()) << "this build defines no helper";
     auto built = run_process({"/bin/bash", SHMIPAM_SOURCE_DIR "/deploy/build-image.sh",
                               "--build-dir", build_dir, "--tag", "localhost/shmipam:e2e"},
                              {{"PODMAN_OPTS", podman_opts()}, {"HOME", "/root"}}, "");
