@@ -23,6 +23,7 @@
 #include "cluster/cluster_identity.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
+#include "cluster/node_name.h"
 #include "cluster/node_files.h"
 #include "cluster/waiting.h"
 #include "engine/addr/fingerprint.h"
@@ -83,6 +84,9 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
         if (!named) return named.error();
         s.node = *named;
     }
+    if (auto why = cluster::node_name_problem(s.node); !why.empty()) {
+        return make_error(Code::kInvalidConfig, "the node's name: " + why);
+    }
     s.data_dir = text("dataDir", "/var/lib/cni/networks");
     s.run_dir = text("runDir", run_dir);
     if (auto a = ipam->find("blockMinAgeS"); a != ipam->end() && a->is_number_unsigned()) {
@@ -116,18 +120,6 @@ std::map<std::string, uint64_t> local_use(const ClusterSetup& s, const std::stri
             std::to_string(prefix)] += 1;
     }
     return out;
-}
-
-// Whether `n` can be a Kubernetes node's name (an RFC 1123 subdomain).
-bool node_name(const std::string& n) {
-    if (n.empty() || n.size() > 253) return false;
-    for (char c : n) {
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
-            return false;
-        }
-    }
-    return std::isalnum(static_cast<unsigned char>(n.front())) &&
-           std::isalnum(static_cast<unsigned char>(n.back()));
 }
 
 // Node names from a file (or - for stdin): a JSON list of names, a Kubernetes NodeList
@@ -176,7 +168,7 @@ Expected<std::set<std::string>> live_nodes(const std::string& path) {
         }
     }
     for (const auto& n : out) {
-        if (!node_name(n)) return bad("\"" + n + "\" is not a node name");
+        if (!cluster::is_node_name(n)) return bad("\"" + n + "\" is not a node name");
     }
     return out;
 }
