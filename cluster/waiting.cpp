@@ -30,7 +30,8 @@ bool Waiter::could_use(const engine::Cidr& block) const {
     const engine::u128 size = engine::u128{1} << (first.bits() - block.prefix);
     const engine::u128 last = first.value + (size - 1);
     for (const auto& r : usable) {
-        if (r.first.family == first.family && r.first.value <= last && r.last.value >= first.value) {
+        if (r.first.family == first.family && r.first.value <= last &&
+            r.last.value >= first.value) {
             return true;
         }
     }
@@ -65,8 +66,8 @@ std::optional<Waiter> parse_waiter(const std::string& node, const KeyValue& kv, 
             const std::string text = r.is_string() ? r.get<std::string>() : "";
             const size_t dash = text.find('-');
             auto first = engine::IpAddress::parse(text.substr(0, dash));
-            auto to = dash == std::string::npos ? first
-                                                : engine::IpAddress::parse(text.substr(dash + 1));
+            auto to =
+                dash == std::string::npos ? first : engine::IpAddress::parse(text.substr(dash + 1));
             if (first && to) w.usable.push_back({*first, *to});
         }
     }
@@ -90,7 +91,8 @@ Expected<std::vector<Waiter>> Waiting::waiters(const std::string& pool, uint64_t
     if (!kvs) return kvs.error();
     std::vector<Waiter> out;
     for (const KeyValue& kv : *kvs) {
-        if (auto w = parse_waiter(kv.key.substr(root.size()), kv, now)) out.push_back(std::move(*w));
+        if (auto w = parse_waiter(kv.key.substr(root.size()), kv, now))
+            out.push_back(std::move(*w));
     }
     return out;
 }

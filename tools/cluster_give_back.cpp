@@ -48,9 +48,8 @@ Expected<std::vector<IdleHere>> record_idle(const ClusterSetup& setup, cluster::
             }
             continue;
         }
-        const uint64_t since =
-            std::max(m->claimed_unix_s,
-                     u != use.blocks.end() ? u->second.last_release_unix_s : uint64_t{0});
+        const uint64_t since = std::max(
+            m->claimed_unix_s, u != use.blocks.end() ? u->second.last_release_unix_s : uint64_t{0});
         if (r == recorded.end() || r->second < since) {
             if (auto st = waiting.mark_idle(pool, m->cidr, setup.node, since); !st) {
                 return st.error();
@@ -110,11 +109,11 @@ Expected<std::optional<PassRow>> give_back_for_waiters(
     // Rule 1: the waiters an unclaimed block serves need no give-back.
     std::vector<std::set<std::string>> free_per_waiter;
     for (const auto& w : others) {
-        free_per_waiter.push_back(
-            snap->geometry ? cluster::free_blocks_for(w, snap->geometry->pool_cidr,
-                                                      snap->geometry->block_prefix, claimed,
-                                                      others.size())
-                           : std::set<std::string>{});
+        free_per_waiter.push_back(snap->geometry
+                                      ? cluster::free_blocks_for(w, snap->geometry->pool_cidr,
+                                                                 snap->geometry->block_prefix,
+                                                                 claimed, others.size())
+                                      : std::set<std::string>{});
     }
     const size_t unserved = cluster::waiters_unserved(free_per_waiter);
     if (unserved == 0) return std::optional<PassRow>{};

@@ -57,7 +57,8 @@ PoolUse pool_use(const std::string& run_dir, const std::string& data_dir, const 
         const uint64_t now_boot = base::boot_ns();
         const uint64_t now_unix = uint64_t(std::time(nullptr));
         for (const auto& b : d->blocks) {
-            if (auto c = engine::Cidr::parse(b.cidr)) out.blocks[block_of(c->address, block_prefix)];
+            if (auto c = engine::Cidr::parse(b.cidr))
+                out.blocks[block_of(c->address, block_prefix)];
         }
         for (const auto& slot : d->slots) {
             BlockUse& u = out.blocks[block_of(slot.address, block_prefix)];

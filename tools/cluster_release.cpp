@@ -43,7 +43,8 @@ Checked check(const cluster::protocol::ReleaseBlock& r, const std::vector<cluste
         return c;
     };
     if (c.block == nullptr) return forget("not this node's block in the store");
-    if (c.others.empty() && !r.even_last) return forget("the node's last block of the pool is kept");
+    if (c.others.empty() && !r.even_last)
+        return forget("the node's last block of the pool is kept");
     if (now < c.block->claimed_unix_s + r.min_age_s) {
         cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block,
                                    c.block->claimed_unix_s + r.min_age_s);

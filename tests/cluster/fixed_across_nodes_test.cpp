@@ -466,9 +466,9 @@ TEST_F(FixedAcrossNodes, AClaimReMadeHereAtAnotherAddressOrGoneFailsTheOldSandbo
     cluster::EtcdClient client(client_config());
     const std::string claim = cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0");
     ASSERT_TRUE(client.put(claim, R"({"address": "10.78.0.5", "node": "node-0", "nonce": "x"})"));
-    ASSERT_TRUE(client.put(cluster::keys::address("/shmipam", "sts",
-                                                  *engine::IpAddress::parse("10.78.0.5")),
-                           R"({"claim": "sts:shop/db-0/eth0"})"));
+    ASSERT_TRUE(client.put(
+        cluster::keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.5")),
+        R"({"claim": "sts:shop/db-0/eth0"})"));
     auto again = add(0, "c1", "db-0");
     EXPECT_EQ(again.exit_code, 1) << again.out;
     EXPECT_EQ(again.json()["code"], 123) << again.out;

@@ -60,10 +60,10 @@ class NodePass : public SimulatedNodes {
     std::vector<ProcessResult> passes_at_once(const std::vector<int>& nodes) const {
         std::vector<std::unique_ptr<Child>> children;
         for (int n : nodes) {
-            children.push_back(std::make_unique<Child>(
-                std::vector<std::string>{SHMIPAMCTL_PATH, "cluster", "pass", "--config",
-                                         conf_file(n)},
-                std::map<std::string, std::string>{}, ""));
+            children.push_back(
+                std::make_unique<Child>(std::vector<std::string>{SHMIPAMCTL_PATH, "cluster", "pass",
+                                                                 "--config", conf_file(n)},
+                                        std::map<std::string, std::string>{}, ""));
         }
         std::vector<ProcessResult> out;
         for (auto& c : children) out.push_back(c->wait());
@@ -237,12 +237,13 @@ TEST_F(NodePass, ASubnetsBlockHoldingPodsIsNeverRecordedIdleAndIsGivenBackOnceEm
     auto p = pass(0);
     EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
     EXPECT_TRUE(idle_records("sub").empty()) << "a block holding a pod recorded idle";
-    EXPECT_EQ(blocks_of([&] {
-                  cluster::EtcdClient client(client_config());
-                  auto b = cluster::BlockStore(client, "/shmipam").blocks("sub");
-                  return b ? *b : std::vector<cluster::Block>{};
-              }(),
-                        "node-0"),
+    EXPECT_EQ(blocks_of(
+                  [&] {
+                      cluster::EtcdClient client(client_config());
+                      auto b = cluster::BlockStore(client, "/shmipam").blocks("sub");
+                      return b ? *b : std::vector<cluster::Block>{};
+                  }(),
+                  "node-0"),
               1u);
     // Emptied, it is recorded idle and given back to the waiting node.
     ASSERT_EQ(run_plugin(cni_env("DEL", "s1"), in_subnet(0)).exit_code, 0);

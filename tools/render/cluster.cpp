@@ -145,10 +145,11 @@ std::string cluster_pass_text(const std::string& node, const std::vector<PassRow
                 out += "healed " + r.pool + ": " + r.block + " that dead invocations left\n";
                 break;
             case PassRow::Action::kMoved:
-                out += "moved " + r.pool + " " + r.block + ": " + r.why + ", and sandbox " +
-                       r.container + " here still uses it (delete it" +
-                       (r.owner.empty() || r.owner == node ? std::string(")\n")
-                                                           : ": its pod runs on " + r.owner + ")\n");
+                out +=
+                    "moved " + r.pool + " " + r.block + ": " + r.why + ", and sandbox " +
+                    r.container + " here still uses it (delete it" +
+                    (r.owner.empty() || r.owner == node ? std::string(")\n")
+                                                        : ": its pod runs on " + r.owner + ")\n");
                 break;
             case PassRow::Action::kFailed:
                 out += "failed " + r.pool + ": " + r.why + "\n";

@@ -107,7 +107,6 @@ std::string kept_for_age(const cluster::Block& b, time_t list_taken_at, time_t n
     return "";
 }
 
-
 // What cluster ls reports beside the blocks: waiting nodes, idle blocks, moved fixed claims.
 Expected<ClusterLsNotes> ls_notes(const ClusterSetup& setup, StoreView& view,
                                   const std::map<std::string, int>& pools) {

@@ -75,8 +75,7 @@ Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::Blo
             return st.error();
         }
     }
-    if (auto given = give_back_for_waiters(setup, store, waiting, files, pool, *in_store);
-        !given) {
+    if (auto given = give_back_for_waiters(setup, store, waiting, files, pool, *in_store); !given) {
         return given.error();
     } else if (*given) {
         rows.push_back(std::move(**given));
@@ -101,9 +100,9 @@ Expected<std::optional<PassRow>> heal_pool_state(const ClusterSetup& setup,
         entries += swept->entries_healed;
     }
     if (slots == 0 && entries == 0) return std::optional<PassRow>{};
-    return std::optional<PassRow>{PassRow{
-        pool, std::to_string(slots) + " slots, " + std::to_string(entries) + " attachments",
-        PassRow::Action::kHealed}};
+    return std::optional<PassRow>{
+        PassRow{pool, std::to_string(slots) + " slots, " + std::to_string(entries) + " attachments",
+                PassRow::Action::kHealed}};
 }
 
 // Whether the store holds anything of this node: a block, or a fixed claim.
@@ -113,8 +112,7 @@ Expected<bool> store_knows_node(const ClusterSetup& setup, const StoreView& view
             if (b.node == setup.node) return true;
         }
     }
-    auto claims =
-        cluster::FixedClaims(*view.etcd, cluster::etcd_prefix(setup.etcd)).everywhere();
+    auto claims = cluster::FixedClaims(*view.etcd, cluster::etcd_prefix(setup.etcd)).everywhere();
     if (!claims) return claims.error();
     for (const auto& [pool, c] : *claims) {
         if (c.node == setup.node) return true;
