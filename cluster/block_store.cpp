@@ -13,23 +13,29 @@ using engine::Cidr;
 using engine::IpAddress;
 using nlohmann::json;
 
-namespace {
-
-std::optional<Block> block_of(const KeyValue& kv) {
+std::optional<Block> BlockStore::parse(const KeyValue& kv) {
     const size_t slash = kv.key.rfind('/');
     auto cidr = keys::block_of_name(kv.key.substr(slash == std::string::npos ? 0 : slash + 1));
     const json v = json::parse(kv.value, nullptr, false);
     if (!cidr || !v.is_object()) return std::nullopt;
+    // A field of another type reads as absent (a value written by hand): never a throw.
+    const auto text = [&](const char* k) {
+        const auto it = v.find(k);
+        return it != v.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const auto claimed = v.find("claimedUnixS");
+    const auto node = v.find("node");
+    if (node == v.end() || !node->is_string()) return std::nullopt;  // whose it is, unreadable
     Block b;
     b.cidr = *cidr;
-    b.node = v.value("node", "");
-    b.nonce = v.value("nonce", "");
-    b.claimed_unix_s = v.value("claimedUnixS", uint64_t{0});
+    b.node = text("node");
+    b.nonce = text("nonce");
+    b.claimed_unix_s = claimed != v.end() && claimed->is_number_unsigned()
+                           ? claimed->get<uint64_t>()
+                           : uint64_t{0};
     b.mod_revision = kv.mod_revision;
     return b;
 }
-
-}  // namespace
 
 std::string BlockStore::key_of(const std::string& pool, const Cidr& block) const {
     return keys::block(prefix_, pool, block);
@@ -40,7 +46,7 @@ Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool) {
     if (!kvs) return kvs.error();
     std::vector<Block> out;
     for (const KeyValue& kv : *kvs) {
-        if (auto b = block_of(kv)) out.push_back(*b);
+        if (auto b = parse(kv)) out.push_back(*b);
     }
     return out;
 }
@@ -54,7 +60,7 @@ Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks(
         // The pools' meta keys, claims and addresses are not blocks.
         auto k = keys::split(prefix_, kv.key, keys::kBlocks);
         if (!k) continue;
-        if (auto b = block_of(kv)) {
+        if (auto b = parse(kv)) {
             out[k->pool].push_back(*b);
         } else if (unreadable != nullptr) {
             unreadable->push_back(kv.key);
@@ -103,6 +109,26 @@ Status BlockStore::check_geometry(const std::string& pool, const Cidr& pool_cidr
                           "two sizes would overlap)");
 }
 
+Expected<std::optional<BlockStore::Geometry>> BlockStore::geometry(const std::string& pool) {
+    auto kv = etcd_.get(keys::meta(prefix_, pool));
+    if (!kv) return kv.error();
+    if (!*kv) return std::optional<Geometry>{};
+    return parse_geometry(**kv);
+}
+
+std::optional<BlockStore::Geometry> BlockStore::parse_geometry(const KeyValue& kv) {
+    const json v = json::parse(kv.value, nullptr, false);
+    const auto cidr = v.is_object() ? v.find("cidr") : v.end();
+    const auto prefix = v.is_object() ? v.find("blockPrefix") : v.end();
+    if (!v.is_object() || cidr == v.end() || !cidr->is_string() || prefix == v.end() ||
+        !prefix->is_number_integer()) {
+        return std::nullopt;
+    }
+    auto c = Cidr::parse(cidr->get<std::string>());
+    if (!c) return std::nullopt;
+    return Geometry{*c, prefix->get<int>()};
+}
+
 Expected<std::optional<Block>> BlockStore::try_claim(const std::string& pool, const Cidr& block,
                                                      const std::string& node) {
     const json value{
@@ -110,7 +136,7 @@ Expected<std::optional<Block>> BlockStore::try_claim(const std::string& pool, co
     auto r = etcd_.create_if_absent(key_of(pool, block), value.dump());
     if (!r) return r.error();
     if (!r->created) {
-        if (r->held) return block_of(*r->held);  // somebody's (maybe ours, from before)
+        if (r->held) return parse(*r->held);  // somebody's (maybe ours, from before)
         return std::optional<Block>{};
     }
     Block b;

@@ -58,6 +58,17 @@ class BlockStore {
     // block prefix (<prefix>/v1/pools/<pool>/meta); a node asking for another is refused
     // (code 7), since blocks of two sizes would overlap.
     Status check_geometry(const std::string& pool, const engine::Cidr& pool_cidr, int block_prefix);
+    // The pool's CIDR and block prefix as its first claim recorded them; nullopt when none is
+    // recorded (no block was ever claimed) or the record cannot be read.
+    struct Geometry {
+        engine::Cidr pool_cidr;
+        int block_prefix = 0;
+    };
+    Expected<std::optional<Geometry>> geometry(const std::string& pool);
+    // A block key's value read as a block / the meta key's as the geometry (nullopt when it is
+    // not one).
+    static std::optional<Block> parse(const KeyValue& kv);
+    static std::optional<Geometry> parse_geometry(const KeyValue& kv);
     // Claims the block holding `address` for `node`, as Calico's AssignIP does: the block (ours
     // already, or claimed now), or an error naming the node that owns it (code 101). A new block
     // counts against max_blocks like any other: at the cap, code 100 saying so.
@@ -68,6 +79,8 @@ class BlockStore {
     Expected<bool> release(const std::string& pool, const Block& block);
 
     std::string key_of(const std::string& pool, const engine::Cidr& block) const;
+    EtcdClient& etcd() const { return etcd_; }
+    const std::string& prefix() const { return prefix_; }
 
   private:
     Expected<std::optional<Block>> try_claim(const std::string& pool, const engine::Cidr& block,

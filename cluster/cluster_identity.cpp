@@ -46,8 +46,16 @@ Status write_durably(const std::string& dir, const std::string& path, const std:
 
 }  // namespace
 
+std::string cluster_id_path(const std::string& dir) {
+    return dir + "/cluster-id";
+}
+
+bool has_cluster_id(const std::string& dir) {
+    return ::access(cluster_id_path(dir).c_str(), F_OK) == 0;
+}
+
 Status check_cluster_id(const std::string& dir, uint64_t seen) {
-    const std::string path = dir + "/cluster-id";
+    const std::string path = cluster_id_path(dir);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return make_error(Code::kIo, "cannot create " + dir + ": " + ec.message());

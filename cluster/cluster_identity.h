@@ -15,4 +15,10 @@ namespace shmipam::cluster {
 // an error (code 7) naming both ids and the file otherwise.
 Status check_cluster_id(const std::string& dir, uint64_t seen);
 
+// Whether dir already holds a cluster id (its file exists): what a reader that must not write
+// one asks first (the node pass: a dataDir without it is not the node's, or not mounted).
+bool has_cluster_id(const std::string& dir);
+// The path of the file (for messages).
+std::string cluster_id_path(const std::string& dir);
+
 }  // namespace shmipam::cluster

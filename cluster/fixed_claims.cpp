@@ -18,6 +18,14 @@ std::optional<FixedClaim> claim_of(const std::string& key, const KeyValue& kv) {
     return FixedClaim{key, *a, v.value("node", ""), kv.mod_revision};
 }
 
+// Whether an address record (`{"claim": "<claim key>"}`) names the claim `key`; a value of
+// another shape names none.
+bool record_names(const KeyValue& record, const std::string& key) {
+    const json v = json::parse(record.value, nullptr, false);
+    const auto claim = v.is_object() ? v.find("claim") : v.end();
+    return v.is_object() && claim != v.end() && claim->is_string() && *claim == key;
+}
+
 // Tries before a claim gives up on racing writers (each lost race means another writer won).
 constexpr int kTries = 16;
 
@@ -97,9 +105,7 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
         for (const KeyValue& kv : *taken_kvs) {
             const std::string address = kv.key.substr(kv.key.rfind('/') + 1);
             taken.insert(address);
-            const json v = json::parse(kv.value, nullptr, false);
-            const auto claim = v.is_object() ? v.find("claim") : v.end();
-            if (v.is_object() && claim != v.end() && claim->is_string() && *claim == key) {
+            if (record_names(kv, key)) {
                 if (auto a = engine::IpAddress::parse(address))
                     named_ours = {{*a, kv.mod_revision}};
             }
@@ -140,9 +146,20 @@ Expected<bool> FixedClaims::give_up(const std::string& pool, const std::string& 
 }
 
 Expected<bool> FixedClaims::remove(const std::string& pool, const FixedClaim& c) {
-    return etcd_.txn(
-        {{claim_key(pool, c.key), EtcdClient::Compare::Target::kMod, c.mod_revision}},
-        {{claim_key(pool, c.key), std::nullopt}, {address_key(pool, c.address), std::nullopt}});
+    // The address record goes with the claim only while it names this claim, compared at the
+    // revision read: a record another claim holds (it took the address after the record was
+    // deleted alone, by hand) stays, or its address would be free for a third pod.
+    auto record = etcd_.get(address_key(pool, c.address));
+    if (!record) return record.error();
+    std::vector<EtcdClient::Compare> compares{
+        {claim_key(pool, c.key), EtcdClient::Compare::Target::kMod, c.mod_revision}};
+    std::vector<EtcdClient::Write> writes{{claim_key(pool, c.key), std::nullopt}};
+    if (*record && record_names(**record, c.key)) {
+        compares.push_back({address_key(pool, c.address), EtcdClient::Compare::Target::kMod,
+                            (*record)->mod_revision});
+        writes.push_back({address_key(pool, c.address), std::nullopt});
+    }
+    return etcd_.txn(compares, writes);
 }
 
 Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool) {

@@ -67,7 +67,8 @@ class FixedClaims {
     Expected<std::vector<FixedClaim>> all(const std::string& pool);
     // Every claim of every pool, by pool (cluster gc).
     Expected<std::vector<std::pair<std::string, FixedClaim>>> everywhere();
-    // Deletes a claim read as `c` if unchanged since (cluster gc).
+    // Deletes a claim read as `c` if unchanged since (cluster gc, a take replacing an unusable
+    // claim), with its address record if that still names it (compared on its revision too).
     Expected<bool> remove(const std::string& pool, const FixedClaim& c);
 
   protected:

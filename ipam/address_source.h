@@ -73,9 +73,11 @@ class AddressSource {
     // After a CNI GC released `released` attachments of the state `store` of `pool`.
     virtual Status after_gc(const std::string& pool, size_t released,
                             engine::NetworkStore& store) = 0;
-    // Whether the attachment of `r` may still use what it holds in `pool` (its repeated ADD and
-    // CHECK ask): 123 when the pod's fixed claim moved to another node's newer sandbox.
-    virtual Status still_held(const Request& r, const std::string& pool) = 0;
+    // Whether the attachment of `r` may still use `held`, what it holds in `pool` (its repeated
+    // ADD and CHECK ask): 123 when the pod's fixed claim moved to another node's newer sandbox,
+    // or was made again (here or elsewhere) on another address, or is gone.
+    virtual Status still_held(const Request& r, const std::string& pool,
+                              const std::vector<engine::AllocatedAddress>& held) = 0;
     // Whether after_release needs the addresses a DEL let go of (they are looked up first).
     virtual bool tracks_releases() const = 0;
     // After a DEL of `r` let go of `released` in the state `store` of `pool`.

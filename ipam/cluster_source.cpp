@@ -233,7 +233,8 @@ Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const std::st
     return FixedTake{answer->address, std::make_shared<cluster::PoolLock>(std::move(*lock))};
 }
 
-Status ClusterSource::still_held(const Request& r, const std::string& pool) {
+Status ClusterSource::still_held(const Request& r, const std::string& pool,
+                                 const std::vector<engine::AllocatedAddress>& held) {
     if (!fixed_across_nodes(pool)) return Ok{};
     auto fixed = fixed_claim_of(r);
     if (!fixed || !*fixed) return Ok{};
@@ -253,10 +254,25 @@ Status ClusterSource::still_held(const Request& r, const std::string& pool) {
         return Ok{};
     }
     if (!owner) return owner.error();
-    if (owner->node == request_.pools->node_name) return Ok{};
+    const std::string pod = r.pod.namespace_ + "/" + r.pod.name;
+    if (owner->node == request_.pools->node_name) {
+        bool same = !owner->address.has_value();
+        for (const auto& a : held) same = same || a.address == *owner->address;
+        if (same) return Ok{};
+        // This node's claim, on another address: it was given up and made again while this
+        // sandbox ran (by a newer sandbox of the pod, or by hand), so the sandbox's address is
+        // no longer the pod's and may be given to another pod.
+        std::string mine;
+        for (const auto& a : held) mine += (mine.empty() ? "" : ", ") + a.address.to_string();
+        return make_error(Code::kClaimMoved,
+                          "the fixed claim of " + pod + " in " + pool + " holds " +
+                              owner->address->to_string() + " now, not " + mine +
+                              ": this sandbox (" + r.key.container_id +
+                              ") must not use its address any more",
+                          "docs/cluster.md, \"Fixed addresses across nodes\"");
+    }
     return make_error(Code::kClaimMoved,
-                      "the fixed address of " + r.pod.namespace_ + "/" + r.pod.name + " in " +
-                          pool + " is held by " +
+                      "the fixed address of " + pod + " in " + pool + " is held by " +
                           (owner->node.empty() ? std::string("no node")
                                                : "node " + owner->node + "'s newer sandbox") +
                           ": this sandbox (" + r.key.container_id + ") must not use it any more",

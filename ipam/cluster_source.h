@@ -82,9 +82,12 @@ class ClusterSource final : public AddressSource {
     Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key,
                                    const std::optional<engine::IpAddress>& wanted) override;
     // In a fixed-address pool, asks the store (the helper's read-fixed) whether the pod's claim
-    // still names this node: a pod started on another node took it over, and this sandbox
-    // must not answer it any more (its repeated ADD and CHECK fail with 123).
-    Status still_held(const Request& r, const std::string& pool) override;
+    // still names this node and one of the addresses `held`: a pod started on another node took
+    // it over, or the claim was made again on another address (it was given up and taken anew
+    // while this sandbox ran), or it is gone; this sandbox must not answer it any more (its
+    // repeated ADD and CHECK fail with 123).
+    Status still_held(const Request& r, const std::string& pool,
+                      const std::vector<engine::AllocatedAddress>& held) override;
     // A GC that released attachments: the node's blocks of the pool left with no address in use
     // are marked to be given back (and a due one's release started), as after a DEL; in a
     // fixed-address pool, the etcd claims of this node that the pool state holds no more (freed

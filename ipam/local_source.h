@@ -31,7 +31,10 @@ class LocalSource final : public AddressSource {
     }
     Status after_gc(const std::string&, size_t, engine::NetworkStore&) override { return Ok{}; }
     // On one node a newer sandbox's claim is the engine's concern (its own 123).
-    Status still_held(const Request&, const std::string&) override { return Ok{}; }
+    Status still_held(const Request&, const std::string&,
+                      const std::vector<engine::AllocatedAddress>&) override {
+        return Ok{};
+    }
     bool tracks_releases() const override { return false; }
     Status after_release(const Request&, const std::string&, const std::vector<engine::IpAddress>&,
                          engine::Allocator&, engine::NetworkStore&) override {

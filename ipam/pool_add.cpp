@@ -347,7 +347,7 @@ Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog, Ad
     }
     if (!holdings->empty()) {
         for (const Holdings& h : *holdings) {
-            if (auto st = source.still_held(r, object_name_of_state(h.state)); !st) {
+            if (auto st = source.still_held(r, object_name_of_state(h.state), h.addresses); !st) {
                 return st.error();
             }
         }

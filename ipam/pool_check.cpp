@@ -14,7 +14,9 @@ Status pool_check(const Request& r, const pools::Catalog& catalog, AddressSource
     std::vector<engine::IpAddress> held;
     for (const Holdings& h : *holdings) {
         for (const auto& a : h.addresses) held.push_back(a.address);
-        if (auto st = source.still_held(r, object_name_of_state(h.state)); !st) return st;
+        if (auto st = source.still_held(r, object_name_of_state(h.state), h.addresses); !st) {
+            return st;
+        }
     }
     if (held.empty()) {
         return make_error(Code::kCheckNoAllocation, "no address is allocated to container " +

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "cluster/etcd_config.h"
+#include "cluster/node_name.h"
 #include "ipam/config_fields.h"
 
 namespace shmipam::ipam {
@@ -117,6 +118,14 @@ Expected<std::optional<PoolMode>> parse_pool_mode_fields(const json& doc, const 
         auto named = read_node_name_file(file->empty() ? kDefaultNodeNameFile : *file);
         if (!named) return named.error();
         pm.node_name = *named;
+    }
+    if (cluster) {
+        // Compared byte for byte with the Node list a gc is given: a name no Node object can
+        // have would have this live node's blocks taken.
+        if (auto why = cluster::node_name_problem(pm.node_name); !why.empty()) {
+            return make_error(Code::kInvalidConfig,
+                              "the node's name (ipam.nodeName, else ipam.nodeNameFile): " + why);
+        }
     } else if (pm.node_name.empty()) {
         // Pool mode on one node: the name only selects by node affinity.
         char host[256] = {};

@@ -159,8 +159,9 @@ int give_up_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& 
 // nodes whose idle blocks it waits for (their node pass gives one back), or, when no block is
 // idle, the nodes holding the pool's blocks.
 Status note_waiting(const Run& run, cluster::Waiting& waiting,
-                    const std::vector<cluster::Block>& owned, protocol::BlockAnswer& out) {
-    if (auto st = waiting.mark_waiting(run.scope.pool, run.scope.node); !st) return st;
+                    const std::vector<cluster::Block>& owned, const protocol::BlockGeometry& g,
+                    protocol::BlockAnswer& out) {
+    if (auto st = waiting.mark_waiting(run.scope.pool, run.scope.node, g.usable); !st) return st;
     auto idle = waiting.idle(run.scope.pool);
     if (!idle) return idle.error();
     std::set<std::string> idle_nodes, holders;
@@ -223,7 +224,9 @@ int claim_or_refresh(const Run& run, cluster::BlockStore& store, cluster::Waitin
         // Nothing to claim: ADDs stop starting helpers ahead of need for a while.
         if (!*b) cluster::touch(run.files.ahead_none(s.pool));
         if (!*b && !out.at_cap && !claim->ahead) {
-            if (auto st = note_waiting(run, waiting, owned, out); !st) return run.fail(st.error());
+            if (auto st = note_waiting(run, waiting, owned, g, out); !st) {
+                return run.fail(st.error());
+            }
         } else if (*b) {
             (void)waiting.clear_waiting(s.pool, s.node);  // a stale record only ages out
         }

@@ -1,6 +1,7 @@
 // The cluster helper's release of an empty block (docs/cluster.md, "Giving a block back").
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "base/status.h"
@@ -17,5 +18,14 @@ namespace shmipam::cluster_helper {
 Expected<cluster::protocol::ReleaseAnswer> release_block(const cluster::protocol::ReleaseBlock& r,
                                                          cluster::BlockStore& store,
                                                          const std::vector<cluster::Block>& owned);
+
+// The same for a block of a pool of which the node has no state at all (no arena in its runDir,
+// no journal in its dataDir: never used there), so that nothing on the node can hold an address
+// of it and there is no arena to hold: the block leaves the cache, then `state_made` is asked
+// whether an ADD made the pool's state meanwhile (then the block is put back and kept), then it
+// is deleted in the store at the revision read. The caller holds the pool lock.
+Expected<cluster::protocol::ReleaseAnswer> release_unused_block(
+    const cluster::protocol::ReleaseBlock& r, cluster::BlockStore& store,
+    const std::vector<cluster::Block>& owned, const std::function<bool()>& state_made);
 
 }  // namespace shmipam::cluster_helper

@@ -86,6 +86,34 @@ TEST_F(ClusterMode, ANodeWithoutNodeNameClaimsUnderTheNameTheInstallerWrote) {
     EXPECT_EQ(blocks[0].node, "worker-from-spec");
 }
 
+// Found by review: cluster mode took any ipam.nodeName, so "Node-0" claimed blocks under a name
+// no Node object can have (Kubernetes names are RFC 1123 subdomains: lower case), which a gc
+// with the cluster's Node list then releases from a live node. Such a name is now refused with
+// code 7 saying what a node name may hold, wherever it comes from; nothing is claimed.
+TEST_F(ClusterMode, ANodeNameNoNodeObjectCanHaveIsRefusedSayingWhatANodeNameMayHold) {
+    json c = config(0);
+    c["ipam"]["claimAheadPercent"] = 0;
+    c["ipam"]["nodeName"] = "Node-0";
+    auto upper = run_plugin(cni_env("ADD", "p1"), c.dump());
+    EXPECT_EQ(upper.exit_code, 1) << upper.out << upper.err;
+    EXPECT_EQ(upper.json()["code"], 7) << upper.out;
+    EXPECT_NE(upper.out.find("lower-case"), std::string::npos) << upper.out;
+    EXPECT_NE(upper.out.find("Node-0"), std::string::npos) << upper.out;
+    ::mkdir(dir.sub("node-0").c_str(), 0755);
+    write_file(dir.sub("node-0/nodename"), "node_0\n");
+    c["ipam"].erase("nodeName");
+    c["ipam"]["nodeNameFile"] = dir.sub("node-0/nodename");
+    auto underscore = run_plugin(cni_env("ADD", "p1"), c.dump());
+    EXPECT_EQ(underscore.json()["code"], 7) << underscore.out;
+    EXPECT_TRUE(store_blocks().empty()) << "claimed under a name no Node can have";
+    // shmipamctl's cluster verbs read the node's name the same way.
+    c["ipam"]["nodeName"] = "Node-0";
+    write_file(dir.sub("upper.conf"), c.dump());
+    auto pass = run_ctl({"cluster", "pass", "--config", dir.sub("upper.conf")});
+    EXPECT_EQ(pass.exit_code, 2) << pass.out << pass.err;
+    EXPECT_NE(pass.err.find("lower-case"), std::string::npos) << pass.err;
+}
+
 // A gc reads the store before it takes the node list: a node that registers and claims its first
 // block while the list is being read (after it was taken) keeps that block, whatever the list
 // says. Before, gc read the list to its end first and then released that block from a node that

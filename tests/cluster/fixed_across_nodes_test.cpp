@@ -454,5 +454,47 @@ TEST_F(FixedAcrossNodes, AGcGivesUpInEtcdTheFixedClaimsItFreesByTheirPolicy) {
     EXPECT_EQ(left, (std::set<std::string>{"sts:shop/db-1/eth0"}));
 }
 
+// Found by review: the old sandbox's repeated ADD and CHECK asked only whether the store's claim
+// named this node, and the pass reported only claims another node held. A claim re-made on this
+// node with another address (here written so in the store) left the sandbox answering its old
+// address, and a claim gone from the store went unreported. Both now fail the old sandbox (123)
+// and are reported by the node pass (exit 1).
+TEST_F(FixedAcrossNodes, AClaimReMadeHereAtAnotherAddressOrGoneFailsTheOldSandboxAndIsReported) {
+    auto first = add(0, "c1", "db-0");
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    ASSERT_EQ(address(first), "10.78.0.2/28");
+    cluster::EtcdClient client(client_config());
+    const std::string claim = cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0");
+    ASSERT_TRUE(client.put(claim, R"({"address": "10.78.0.5", "node": "node-0", "nonce": "x"})"));
+    ASSERT_TRUE(client.put(
+        cluster::keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.5")),
+        R"({"claim": "sts:shop/db-0/eth0"})"));
+    auto again = add(0, "c1", "db-0");
+    EXPECT_EQ(again.exit_code, 1) << again.out;
+    EXPECT_EQ(again.json()["code"], 123) << again.out;
+    EXPECT_NE(again.out.find("10.78.0.5"), std::string::npos) << again.out;
+    json check = sts_config(0, "db-0");
+    check["prevResult"] = {{"cniVersion", "1.1.0"}, {"ips", {{{"address", address(first)}}}}};
+    EXPECT_EQ(run_plugin(env("CHECK", "c1", "db-0"), check.dump()).json()["code"], 123);
+    const std::string conf = dir.sub("node-0-sts.conf");
+    write_file(conf, sts_config(0, "db-0").dump());
+    auto pass = run_ctl({"cluster", "pass", "--config", conf});
+    EXPECT_EQ(pass.exit_code, 1) << pass.out << pass.err;
+    EXPECT_NE(pass.out.find("moved sts claim sts:shop/db-0/eth0"), std::string::npos) << pass.out;
+    EXPECT_NE(pass.out.find("10.78.0.5"), std::string::npos) << pass.out;
+    // The claim gone from the store: reported too.
+    auto deleted = client.txn({}, {{claim, std::nullopt}});
+    ASSERT_TRUE(deleted && *deleted);
+    auto gone = run_ctl({"cluster", "pass", "--config", conf, "--json"});
+    EXPECT_EQ(gone.exit_code, 1) << gone.out << gone.err;
+    bool reported = false;
+    const json rows = gone.exit_code == 1 ? gone.json()["blocks"] : json::array();
+    for (const auto& row : rows) {
+        reported = reported || (row["action"] == "moved" && row["container"] == "c1");
+    }
+    EXPECT_TRUE(reported) << gone.out;
+    EXPECT_EQ(add(0, "c1", "db-0").json()["code"], 123);
+}
+
 }  // namespace
 }  // namespace shmipam::testing

@@ -93,5 +93,40 @@ TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetri
     ASSERT_TRUE(other) << other.error().msg;
 }
 
+// Found by review: removing a claim (cluster gc, a take replacing an unusable claim) deleted the
+// address record of its address unconditionally. When that record had been taken meanwhile by
+// another claim (here the record was deleted alone by hand, and another pod's take then made
+// it its own), the other pod's address was left without a record, free for a third pod to take.
+// The record is now deleted only while it still names the claim removed, at the revision read.
+TEST_F(FixedClaimRace, RemovingAClaimNeverDeletesTheAddressRecordAnotherClaimTookMeanwhile) {
+    EtcdClient client(client_config());
+    FixedClaims claims(client, "/shmipam");
+    auto first = claims.take("sts", "sts:shop/db-0/eth0", "node-gone", only("10.78.0.2"));
+    ASSERT_TRUE(first) << first.error().msg;
+    auto read = claims.all("sts");  // what a gc reads
+    ASSERT_TRUE(read);
+    ASSERT_EQ(read->size(), 1u);
+    const auto record = keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.2"));
+    auto gone = client.txn({}, {{record, std::nullopt}});
+    ASSERT_TRUE(gone && *gone);
+    auto second = claims.take("sts", "sts:shop/db-1/eth0", "node-b", only("10.78.0.2"));
+    ASSERT_TRUE(second) << second.error().msg;
+    auto removed = claims.remove("sts", (*read)[0]);
+    ASSERT_TRUE(removed) << removed.error().msg;
+    EXPECT_TRUE(*removed) << "the claim read is unchanged: removed";
+    auto kept = client.get(record);
+    ASSERT_TRUE(kept);
+    ASSERT_TRUE(*kept) << "db-1's address record was deleted with db-0's claim";
+    EXPECT_NE((*kept)->value.find("db-1"), std::string::npos) << (*kept)->value;
+    // A record that still names the claim goes with it.
+    auto third = claims.all("sts");
+    ASSERT_TRUE(third);
+    ASSERT_EQ(third->size(), 1u);
+    ASSERT_TRUE(*claims.remove("sts", (*third)[0]));
+    auto after = client.get(record);
+    ASSERT_TRUE(after);
+    EXPECT_FALSE(*after);
+}
+
 }  // namespace
 }  // namespace shmipam::cluster

@@ -88,7 +88,10 @@ class FakeBlockSource final : public AddressSource {
                                    const std::optional<IpAddress>&) override {
         return make_error(Code::kInternal, "no fixed pools here");
     }
-    Status still_held(const Request&, const std::string&) override { return Ok{}; }
+    Status still_held(const Request&, const std::string&,
+                      const std::vector<engine::AllocatedAddress>&) override {
+        return Ok{};
+    }
     Status after_gc(const std::string&, size_t, engine::NetworkStore&) override { return Ok{}; }
     bool tracks_releases() const override { return true; }
     Status after_release(const Request&, const std::string&, const std::vector<IpAddress>& r,

@@ -33,8 +33,11 @@ json cluster_ls_json(const std::string& node, const std::vector<ClusterBlockRow>
             {{"pool", i.pool}, {"block", i.block}, {"node", i.node}, {"idleS", i.idle_s}});
     }
     for (const auto& m : notes.moved) {
-        moved.push_back(
-            {{"pool", m.pool}, {"claim", m.claim}, {"owner", m.owner}, {"container", m.container}});
+        moved.push_back({{"pool", m.pool},
+                         {"claim", m.claim},
+                         {"owner", m.owner},
+                         {"container", m.container},
+                         {"why", m.why}});
     }
     problems += notes.moved.size() + notes.unreadable.size();
     return {{"node", node},        {"blocks", blocks}, {"waiting", waiting},
@@ -77,8 +80,8 @@ std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBl
             "\n";
     }
     for (const auto& m : notes.moved) {
-        out += "moved: " + m.pool + " " + m.claim + " is node " + m.owner + "'s now, and sandbox " +
-               m.container + " here still uses it\n";
+        out += "moved: " + m.pool + " " + m.claim + ": " + m.why + ", and sandbox " + m.container +
+               " here still uses it\n";
     }
     for (const auto& k : notes.unreadable) out += "unreadable store value: " + k + "\n";
     problems += notes.moved.size() + notes.unreadable.size();
@@ -111,6 +114,11 @@ json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows
                 row["action"] = "moved";
                 row["owner"] = r.owner;
                 row["container"] = r.container;
+                row["why"] = r.why;
+                break;
+            case PassRow::Action::kFailed:
+                row["action"] = "failed";
+                row["why"] = r.why;
                 break;
         }
         blocks.push_back(std::move(row));
@@ -137,9 +145,14 @@ std::string cluster_pass_text(const std::string& node, const std::vector<PassRow
                 out += "healed " + r.pool + ": " + r.block + " that dead invocations left\n";
                 break;
             case PassRow::Action::kMoved:
-                out += "moved " + r.pool + " " + r.block + ": node " + r.owner +
-                       " holds it now, and sandbox " + r.container +
-                       " here still uses it (delete it: its pod runs on " + r.owner + ")\n";
+                out +=
+                    "moved " + r.pool + " " + r.block + ": " + r.why + ", and sandbox " +
+                    r.container + " here still uses it (delete it" +
+                    (r.owner.empty() || r.owner == node ? std::string(")\n")
+                                                        : ": its pod runs on " + r.owner + ")\n");
+                break;
+            case PassRow::Action::kFailed:
+                out += "failed " + r.pool + ": " + r.why + "\n";
                 break;
             case PassRow::Action::kDropped:
                 out += "dropped " + r.pool + " " + r.block + ": " +
@@ -160,11 +173,12 @@ std::string cluster_pass_text(const std::string& node, const std::vector<PassRow
 
 std::string cluster_pass_metrics(const std::string& node, const std::vector<PassRow>& rows,
                                  const std::vector<std::string>& pools, uint64_t now_unix_s) {
-    std::map<std::string, uint64_t> moved, lost;
-    for (const auto& p : pools) moved[p] = lost[p] = 0;
+    std::map<std::string, uint64_t> moved, lost, failed;
+    for (const auto& p : pools) moved[p] = lost[p] = failed[p] = 0;
     for (const auto& r : rows) {
         if (r.action == PassRow::Action::kMoved) ++moved[r.pool];
         if (r.action == PassRow::Action::kDropped) lost[r.pool] += r.in_use;
+        if (r.action == PassRow::Action::kFailed) failed[r.pool] = 1;
     }
     std::string out =
         "# HELP shmipam_cluster_moved_claims_in_use Fixed claims another node holds now while a "
@@ -181,6 +195,14 @@ std::string cluster_pass_metrics(const std::string& node, const std::vector<Pass
     for (const auto& [pool, n] : lost) {
         out += "shmipam_cluster_lost_block_addresses_in_use{node=\"" + node + "\",pool=\"" + pool +
                "\"} " + std::to_string(n) + "\n";
+    }
+    out +=
+        "# HELP shmipam_cluster_pass_pool_failed 1 when the last node pass failed on the pool "
+        "(its error is on the pass's stderr).\n"
+        "# TYPE shmipam_cluster_pass_pool_failed gauge\n";
+    for (const auto& [pool, n] : failed) {
+        out += "shmipam_cluster_pass_pool_failed{node=\"" + node + "\",pool=\"" + pool + "\"} " +
+               std::to_string(n) + "\n";
     }
     out +=
         "# HELP shmipam_cluster_pass_last_success_seconds When the node pass last ran through.\n"

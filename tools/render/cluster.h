@@ -34,6 +34,7 @@ struct ClusterLsNotes {
     };
     struct Moved {
         std::string pool, claim, owner, container;
+        std::string why;  // how the store's claim differs from what the sandbox holds
     };
     std::vector<Waiting> waiting;
     std::vector<Idle> idle;
@@ -53,21 +54,23 @@ struct GcBlockRow {
     std::string kept;
 };
 
-// One block the node pass changed in a node's cache.
+// One thing the node pass did or found: a block it changed in the node's cache, a fixed claim
+// a sandbox here uses while the store's claim says otherwise, or a pool it could not pass.
 struct PassRow {
-    enum class Action { kAdopted, kDropped, kGaveBack, kMoved, kHealed };
+    enum class Action { kAdopted, kDropped, kGaveBack, kMoved, kHealed, kFailed };
     std::string pool, block;
     Action action = Action::kAdopted;
     uint64_t in_use = 0;               // dropped: addresses still in use here in it
     std::string owner;                 // dropped: who owns it in the store now ("" for none)
     std::vector<std::string> waiters;  // gave back: the nodes that waited for a block
     std::string container;             // moved: the sandbox here still using the claim
+    std::string why;  // moved: how the store's claim differs; failed: the pool's error
 };
 nlohmann::json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows);
 std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows);
 // Prometheus text: per pool, the fixed claims that moved to another node while a sandbox here
 // uses them, the addresses in use here in blocks the store gives another node (or none), and
-// when the last pass ran.
+// whether the pass failed on the pool; and when the last pass ran.
 std::string cluster_pass_metrics(const std::string& node, const std::vector<PassRow>& rows,
                                  const std::vector<std::string>& pools, uint64_t now_unix_s);
 

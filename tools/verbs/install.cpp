@@ -26,6 +26,7 @@
 
 #include "base/build_version.h"
 #include "base/write_all.h"
+#include "cluster/node_name.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -99,9 +100,9 @@ int cmd_install(const InstallOptions& o) {
         return cannot_read("install needs --cni-bin-dir and --cni-conf-dir");
     }
     const std::string from = o.from.empty() ? self_dir() : o.from;
-    if (!o.node_name.empty() &&
-        (o.node_name.size() > 253 || o.node_name.find_first_of(" /\t\n") != std::string::npos)) {
-        return cannot_read("--node-name " + o.node_name + " is not a Kubernetes node name");
+    // The plugin refuses, in cluster mode, a name no Node object can have: refused here first.
+    if (auto why = cluster::node_name_problem(o.node_name); !o.node_name.empty() && !why.empty()) {
+        return cannot_read("--node-name: " + why);
     }
     // Everything read and checked first: a bad conf or a missing binary changes nothing.
     std::optional<std::string> conf;

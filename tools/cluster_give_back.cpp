@@ -1,0 +1,165 @@
+#include "tools/cluster_give_back.h"
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "cluster/give_back_rule.h"
+#include "cluster/pool_snapshot.h"
+#include "tools/cluster_node_use.h"
+#include "tools/cluster_release.h"
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+namespace {
+
+// This node's blocks of the pool with no address in use, each with the second from which it has
+// had none, after the store's idle records were brought in line: recorded when first seen idle,
+// restarted when the block was used since its record (its arena's last release is later),
+// cleared when one is in use again. While what the node uses cannot be told (PoolUse::kUnknown)
+// no block is idle. A block is given back only by a pass after the one that recorded it: the
+// record is what tells a waiting node whose pass to wait for (its ADD's 11 names the holders).
+struct IdleHere {
+    const cluster::Block* block;
+    uint64_t since_unix_s;
+    bool recorded_before;  // by an earlier pass
+};
+Expected<std::vector<IdleHere>> record_idle(const ClusterSetup& setup, cluster::Waiting& waiting,
+                                            const std::string& pool, const PoolUse& use,
+                                            const std::vector<const cluster::Block*>& mine) {
+    auto idle = waiting.idle(pool);
+    if (!idle) return idle.error();
+    std::map<std::string, uint64_t> recorded;  // this node's records: block -> since
+    for (const auto& i : *idle) {
+        if (i.node == setup.node) recorded[i.block.to_string()] = i.since_unix_s;
+    }
+    std::vector<IdleHere> out;
+    for (const cluster::Block* m : mine) {
+        const std::string key = m->cidr.to_string();
+        const auto u = use.blocks.find(key);
+        const bool in_use = use.found == PoolUse::Found::kUnknown ||
+                            (u != use.blocks.end() && u->second.in_use != 0);
+        const auto r = recorded.find(key);
+        if (in_use) {
+            if (r != recorded.end()) {
+                if (auto st = waiting.clear_idle(pool, m->cidr); !st) return st.error();
+            }
+            continue;
+        }
+        const uint64_t since = std::max(
+            m->claimed_unix_s, u != use.blocks.end() ? u->second.last_release_unix_s : uint64_t{0});
+        if (r == recorded.end() || r->second < since) {
+            if (auto st = waiting.mark_idle(pool, m->cidr, setup.node, since); !st) {
+                return st.error();
+            }
+            out.push_back({m, since, r != recorded.end()});
+        } else {
+            out.push_back({m, r->second, true});
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+Expected<std::optional<PassRow>> give_back_for_waiters(
+    const ClusterSetup& setup, cluster::BlockStore& store, cluster::Waiting& waiting,
+    const cluster::NodeFiles& files, const std::string& pool,
+    const std::vector<cluster::Block>& in_store) {
+    std::vector<const cluster::Block*> mine;
+    for (const auto& b : in_store) {
+        if (b.node == setup.node) mine.push_back(&b);
+    }
+    if (mine.empty()) return std::optional<PassRow>{};
+    const PoolUse use = pool_use(setup.run_dir, setup.data_dir, pool, mine.front()->cidr.prefix);
+    auto idle_here = record_idle(setup, waiting, pool, use, mine);
+    if (!idle_here) return idle_here.error();
+    const uint64_t now = uint64_t(std::time(nullptr));
+    const auto old_enough = [&](uint64_t since) { return since + setup.block_min_age_s <= now; };
+    std::vector<IdleHere> candidates;
+    for (const auto& i : *idle_here) {
+        if (i.recorded_before && old_enough(i.since_unix_s)) candidates.push_back(i);
+    }
+    if (candidates.empty()) return std::optional<PassRow>{};
+
+    // The rule decides on one read of the pool (cluster/pool_snapshot.h), taken after this
+    // node's records were brought in line.
+    auto snap = cluster::read_pool_snapshot(store.etcd(), store.prefix(), pool, now);
+    if (!snap) return snap.error();
+    std::set<std::string> claimed;
+    std::map<std::string, std::string> owner_of;
+    std::map<std::string, uint64_t> last_claim_of;  // node -> when it last claimed a block
+    for (const auto& b : snap->blocks) {
+        claimed.insert(b.cidr.to_string());
+        owner_of[b.cidr.to_string()] = b.node;
+        last_claim_of[b.node] = std::max(last_claim_of[b.node], b.claimed_unix_s);
+    }
+    std::vector<cluster::Waiter> others;
+    std::set<std::string> waiting_nodes;
+    for (auto& w : snap->waiters) {
+        // A waiter that claimed a block since its last try has been served (its record is
+        // cleared just after the claim): both times are its own clock's.
+        if (w.node == setup.node || last_claim_of[w.node] >= w.last_unix_s) continue;
+        waiting_nodes.insert(w.node);
+        others.push_back(std::move(w));
+    }
+    if (others.empty()) return std::optional<PassRow>{};
+    // Rule 1: the waiters an unclaimed block serves need no give-back.
+    std::vector<std::set<std::string>> free_per_waiter;
+    for (const auto& w : others) {
+        free_per_waiter.push_back(snap->geometry
+                                      ? cluster::free_blocks_for(w, snap->geometry->pool_cidr,
+                                                                 snap->geometry->block_prefix,
+                                                                 claimed, others.size())
+                                      : std::set<std::string>{});
+    }
+    const size_t unserved = cluster::waiters_unserved(free_per_waiter);
+    if (unserved == 0) return std::optional<PassRow>{};
+    // Rule 2: the first idle holders by name, one per waiter unserved. A record counts only
+    // while the same read gives its block to its node: a block given back leaves the holders
+    // in the read that sees it unclaimed.
+    std::set<std::string> holders;
+    for (const auto& r : snap->idle) {
+        const auto o = owner_of.find(r.block.to_string());
+        if (o != owner_of.end() && o->second == r.node && old_enough(r.since_unix_s) &&
+            waiting_nodes.count(r.node) == 0) {
+            holders.insert(r.node);
+        }
+    }
+    if (!cluster::gives_back(setup.node, holders, unserved)) return std::optional<PassRow>{};
+    // The longest idle first.
+    std::sort(candidates.begin(), candidates.end(),
+              [](const IdleHere& a, const IdleHere& b) { return a.since_unix_s < b.since_unix_s; });
+    const std::vector<std::string> names(waiting_nodes.begin(), waiting_nodes.end());
+    for (const auto& c : candidates) {
+        auto owned = store.blocks(pool);
+        if (!owned) return owned.error();
+        const cluster::protocol::ReleaseBlock req{
+            {setup.etcd, pool, setup.node, files.state_dir},
+            c.block->cidr,
+            use.arenas.empty() ? "" : state_dir_of(setup.run_dir, use.arenas.front()),
+            setup.block_min_age_s,
+            /*even_last=*/true};
+        Expected<cluster::protocol::ReleaseAnswer> released = cluster::protocol::ReleaseAnswer{};
+        if (use.found == PoolUse::Found::kNone) {
+            released = cluster_helper::release_unused_block(req, store, *owned, [&] {
+                return has_pool_state(setup.run_dir, setup.data_dir, pool);
+            });
+        } else if (use.arenas.size() == 1) {
+            released = cluster_helper::release_block(req, store, *owned);
+        } else {
+            // A SpiderIPPool and a subnet of one name: the hold covers one arena only.
+            continue;
+        }
+        if (!released) return released.error();
+        if (!released->released) continue;
+        if (auto st = waiting.clear_idle(pool, c.block->cidr); !st) return st.error();
+        return std::optional<PassRow>{
+            PassRow{pool, c.block->cidr.to_string(), PassRow::Action::kGaveBack, 0, "", names}};
+    }
+    return std::optional<PassRow>{};
+}
+
+}  // namespace shmipam::tools

@@ -1,0 +1,84 @@
+#include "tools/cluster_setup.h"
+
+#include "base/directory.h"
+#include "cluster/etcd_config.h"
+#include "cluster/node_name.h"
+#include "ipam/pool_config.h"
+#include "tools/verbs/verbs.h"
+
+namespace shmipam::tools {
+
+using nlohmann::json;
+
+Expected<ClusterSetup> read_setup(const std::string& config, const std::string& node,
+                                  const std::string& run_dir) {
+    auto config_text = read_input(config);
+    if (!config_text) return config_text.error();
+    const json doc = json::parse(*config_text, nullptr, false);
+    const json* ipam = nullptr;
+    if (doc.is_object() && doc.contains("ipam") && doc["ipam"].is_object()) ipam = &doc["ipam"];
+    if (doc.is_object() && doc.contains("plugins") && doc["plugins"].is_array()) {
+        for (const auto& p : doc["plugins"]) {
+            if (p.is_object() && p.contains("ipam") && p["ipam"].is_object() &&
+                p["ipam"].contains("etcd")) {
+                ipam = &p["ipam"];
+            }
+        }
+    }
+    if (ipam == nullptr || !ipam->contains("etcd")) {
+        return make_error(Code::kInvalidConfig,
+                          config +
+                              " is not a network config whose ipam section has \"etcd\" "
+                              "(docs/cluster.md)");
+    }
+    ClusterSetup s;
+    s.etcd = (*ipam)["etcd"];
+    const auto text = [&](const char* k, const std::string& dflt) {
+        return ipam->contains(k) && (*ipam)[k].is_string() ? (*ipam)[k].get<std::string>() : dflt;
+    };
+    // The node's name as the plugin knows it: never the host name (ipam/pool_config.h).
+    s.node = !node.empty() ? node : text("nodeName", "");
+    if (s.node.empty()) {
+        auto named = ipam::read_node_name_file(text("nodeNameFile", ipam::kDefaultNodeNameFile));
+        if (!named) return named.error();
+        s.node = *named;
+    }
+    if (auto why = cluster::node_name_problem(s.node); !why.empty()) {
+        return make_error(Code::kInvalidConfig, "the node's name: " + why);
+    }
+    s.data_dir = text("dataDir", "/var/lib/cni/networks");
+    s.run_dir = text("runDir", run_dir);
+    if (auto a = ipam->find("blockMinAgeS"); a != ipam->end() && a->is_number_unsigned()) {
+        s.block_min_age_s = a->get<uint64_t>();
+    }
+    if (auto f = ipam->find("fixedAddressPools"); f != ipam->end() && f->is_array()) {
+        for (const auto& n : *f) {
+            if (n.is_string()) s.fixed_pools.insert(n.get<std::string>());
+        }
+    }
+    return s;
+}
+
+std::set<std::string> cached_pools(const std::string& state_dir) {
+    std::set<std::string> out;
+    (void)base::for_each_entry(state_dir, [&](std::string_view name) {
+        const std::string n(name);
+        if (n.size() > 7 && n.compare(n.size() - 7, 7, ".blocks") == 0) {
+            out.insert(n.substr(0, n.size() - 7));
+        }
+    });
+    return out;
+}
+
+Expected<StoreView> read_store(const ClusterSetup& setup) {
+    auto cfg = cluster::etcd_config_from_json(setup.etcd);
+    if (!cfg) return cfg.error();
+    StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}, {}};
+    auto all =
+        cluster::BlockStore(*v.etcd, cluster::etcd_prefix(setup.etcd)).all_blocks(&v.unreadable);
+    if (!all) return all.error();
+    v.blocks = std::move(*all);
+    return v;
+}
+
+}  // namespace shmipam::tools

@@ -1,0 +1,47 @@
+// What shmipamctl's cluster verbs (ls, gc, pass) read of a node: the etcd settings, the node's
+// name, its dataDir and runDir from the network config its plugin uses (--config, a config or
+// a conflist), and the store's blocks (docs/cluster.md, "Operating it").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/block_store.h"
+#include "cluster/etcd_client.h"
+
+namespace shmipam::tools {
+
+struct ClusterSetup {
+    nlohmann::json etcd;
+    std::string node, data_dir, run_dir;
+    uint64_t block_min_age_s = 300;     // ipam.blockMinAgeS
+    std::set<std::string> fixed_pools;  // ipam.fixedAddressPools
+
+    std::string state_dir() const { return data_dir + "/_cluster"; }
+};
+
+// The ipam section holding "etcd" in the network config or conflist `config`. The node is
+// `node`, else the config's nodeName, else its nodeNameFile's (never the host name), and must
+// be a Kubernetes node name (code 7 otherwise); the run directory is the config's runDir, else
+// `run_dir`.
+Expected<ClusterSetup> read_setup(const std::string& config, const std::string& node,
+                                  const std::string& run_dir);
+
+// The pools this node caches blocks of: <dataDir>/_cluster/<pool>.blocks.
+std::set<std::string> cached_pools(const std::string& state_dir);
+
+// The store's client for the config's etcd, and every pool's blocks as it says now.
+struct StoreView {
+    std::unique_ptr<cluster::EtcdClient> etcd;
+    std::map<std::string, std::vector<cluster::Block>> blocks;
+    std::vector<std::string> unreadable;  // keys of block values that do not parse
+};
+Expected<StoreView> read_store(const ClusterSetup& setup);
+
+}  // namespace shmipam::tools
