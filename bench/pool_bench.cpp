@@ -4,7 +4,12 @@
 // selected by the config's default_ipv4_ippool; the other pools are the cluster's, filtered out
 // by nodeName, as on a real node. Journal durability "none", and both modes answer one address,
 // its gateway and a default route, so what differs is the mode.
+// With --kubeconfig (an API server holding pod default/p labelled app=db: scripts/
+// bench-pod-facts.sh starts the stand-in), two more modes of one pool: `api-unneeded` (the API
+// configured, a pod that needs nothing from it: no call) and `api-read` (the pool has podAffinity
+// app=db: each ADD reads the pod through shmipam-kube).
 //   pool_bench --plugin build/release/shmipam [--calls 400] [--pools 1 100 1000] [--json F]
+//              [--kubeconfig F --kube-helper build/release/shmipam-kube]
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +29,14 @@ using shmipam::bench::percentiles;
 using shmipam::bench::spawn_and_wait;
 
 namespace {
+
+// One pool, pool-0, for pods labelled app=db only.
+std::string affinity_pool_file() {
+    return "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+           "metadata: {name: pool-0}\nspec:\n  subnet: 10.100.0.0/24\n"
+           "  ips: [\"10.100.0.2-10.100.0.250\"]\n  gateway: 10.100.0.1\n"
+           "  podAffinity: {matchLabels: {app: db}}\n";
+}
 
 std::string pool_file(size_t n) {
     std::string out = "apiVersion: v1\nkind: List\nitems:\n";
@@ -61,6 +74,9 @@ int main(int argc, char** argv) {
     app.add_option("--rounds", rounds, "rounds the calls are split into, modes interleaved");
     app.add_option("--pools", pool_counts, "pool object counts");
     app.add_option("--json", json_out, "write the results as JSON here");
+    std::string kubeconfig, kube_helper;
+    app.add_option("--kubeconfig", kubeconfig, "an API server's kubeconfig: the api-* modes");
+    app.add_option("--kube-helper", kube_helper, "shmipam-kube, with --kubeconfig");
     CLI11_PARSE(app, argc, argv);
 
     std::system(("rm -rf '" + work + "' && mkdir -p '" + work + "'").c_str());
@@ -95,6 +111,24 @@ int main(int argc, char** argv) {
         m.config["ipam"]["nodeName"] = "node-0";
         m.config["ipam"]["default_ipv4_ippool"] = json::array({"pool-0"});
         modes.push_back(m);
+    }
+    if (!kubeconfig.empty()) {
+        for (const char* name : {"api-unneeded", "api-read"}) {
+            const std::string dir = work + "/" + name;
+            ::mkdir(dir.c_str(), 0755);
+            std::ofstream(dir + "/pools.yaml")
+                << (std::string(name) == "api-read" ? affinity_pool_file() : pool_file(1));
+            const struct timespec old[2] = {{::time(nullptr) - 3600, 0},
+                                            {::time(nullptr) - 3600, 0}};
+            ::utimensat(AT_FDCWD, (dir + "/pools.yaml").c_str(), old, 0);
+            Mode m{name, base(name), {}, {}};
+            m.config["ipam"]["poolsDir"] = dir;
+            m.config["ipam"]["nodeName"] = "node-0";
+            m.config["ipam"]["default_ipv4_ippool"] = json::array({"pool-0"});
+            m.config["ipam"]["kubernetes"] = {{"kubeconfig", kubeconfig},
+                                              {"helper", kube_helper}};
+            modes.push_back(m);
+        }
     }
     // Each mode's pool is its own state: pools-N use pool-0 of their own dataDir.
     for (auto& m : modes) {
