@@ -112,20 +112,25 @@ TEST_F(Install, ANewerInstalledPluginIsKeptUnlessForcedAndAnOlderOneIsReplaced) 
 }
 
 // A new plugin never runs beside an old helper, whose protocol version it would not speak: the
-// helper is renamed into place first.
-TEST_F(Install, TheClusterHelperIsPutInPlaceBeforeThePlugin) {
-    write_file(dir.sub("from/shmipam-cluster"),
-               "\x7f"
-               "ELF...shmipam-build-version:0.1.0\n");
+// helpers (the cluster's and the Kubernetes API's) are renamed into place first.
+TEST_F(Install, TheHelpersArePutInPlaceBeforeThePlugin) {
+    for (const char* helper : {"shmipam-cluster", "shmipam-kube"}) {
+        write_file(dir.sub(std::string("from/") + helper),
+                   "\x7f"
+                   "ELF...shmipam-build-version:0.1.0\n" +
+                       std::string(helper));
+    }
     auto r = install();
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    const size_t helper = r.out.find("installed " + dir.sub("bin/shmipam-cluster"));
     const size_t plugin = r.out.find("installed " + dir.sub("bin/shmipam") + " ");
-    ASSERT_NE(helper, std::string::npos) << r.out;
     ASSERT_NE(plugin, std::string::npos) << r.out;
-    EXPECT_LT(helper, plugin) << r.out;
-    EXPECT_EQ(read_file(dir.sub("bin/shmipam-cluster")),
-              read_file(dir.sub("from/shmipam-cluster")));
+    for (const char* helper : {"shmipam-cluster", "shmipam-kube"}) {
+        const size_t at = r.out.find("installed " + dir.sub(std::string("bin/") + helper));
+        ASSERT_NE(at, std::string::npos) << helper << ": " << r.out;
+        EXPECT_LT(at, plugin) << r.out;
+        EXPECT_EQ(read_file(dir.sub(std::string("bin/") + helper)),
+                  read_file(dir.sub(std::string("from/") + helper)));
+    }
 }
 
 // Cluster mode reads the node's name from the file the install container writes from the

@@ -42,14 +42,16 @@ struct InstallOptions {
 };
 
 // The binaries a node needs, found beside shmipamctl (or in --from), in the order they are put
-// in place: the cluster helper before the plugin, so that a new plugin never runs beside an old
-// helper (whose protocol version it would not speak: cluster/helper_protocol.h). The helper is
-// installed when it is there (a build without it serves single-node and pool mode).
+// in place: the helpers before the plugin, so that a new plugin never runs beside an old helper
+// (whose protocol version it would not speak: cluster/helper_protocol.h, kube/pod_protocol.h).
+// A helper is installed when it is there (a build without it serves single-node and pool mode
+// without the API).
 struct Binary {
     const char* name;
     bool required;
 };
-constexpr Binary kBinaries[] = {{"shmipam-cluster", false}, {"shmipam", true}};
+constexpr Binary kBinaries[] = {
+    {"shmipam-cluster", false}, {"shmipam-kube", false}, {"shmipam", true}};
 
 std::string self_dir() {
     char self[PATH_MAX] = {};
@@ -236,7 +238,8 @@ void register_install(CLI::App& app, CommonOptions&, int& exit_code) {
                      "where --node-name is written (the plugin's ipam.nodeNameFile)")
         ->capture_default_str();
     verb->add_option("--from", o->from,
-                     "where shmipam and shmipam-cluster are (default: beside shmipamctl)");
+                     "where shmipam and its helpers shmipam-cluster and shmipam-kube are "
+                     "(default: beside shmipamctl)");
     verb->add_flag("--force", o->force, "replace a newer plugin (a downgrade)");
     verb->add_flag("--overwrite-conf", o->overwrite_conf,
                    "replace a conflist of the same name that differs");
