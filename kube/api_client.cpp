@@ -175,11 +175,18 @@ Expected<Response> ApiClient::get(const std::string& path) {
                                                    " bytes, which no Kubernetes object is");
         }
         if (tls_misconfiguration(rc)) {
-            return make_error(Code::kInvalidConfig,
-                              get + "TLS failed: " + why + " (kubeconfig " + cfg_.path +
-                                  ": its cluster \"" + cfg_.cluster +
-                                  "\"'s certificate-authority, or its user \"" + cfg_.user +
-                                  "\"'s client certificate)");
+            const bool ours = rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_ENGINE_NOTFOUND ||
+                              rc == CURLE_SSL_ENGINE_SETFAILED ||
+                              rc == CURLE_SSL_ENGINE_INITFAILED;
+            return make_error(
+                Code::kInvalidConfig,
+                get + "TLS failed: " + why + " (kubeconfig " + cfg_.path + ": " +
+                    (ours ? "user \"" + cfg_.user + "\"'s client-certificate and client-key"
+                          : "cluster \"" + cfg_.cluster +
+                                "\"'s certificate-authority does not verify the server's "
+                                "certificate for " +
+                                cfg_.server) +
+                    ")");
         }
         if (rc == CURLE_OPERATION_TIMEDOUT) {
             return make_error(Code::kTryAgainLater, get + "no answer within the budget of " +
@@ -207,9 +214,8 @@ Expected<std::optional<json>> ApiClient::get_object(const Resource& r) {
     if (!answer) return answer.error();
     const std::string get = "GET " + target + ": ";
     const std::string said = describe_answer(answer->status, answer->body);
-    const std::string verb =
-        "get " + r.what() + " in namespace " + r.namespace_ + " (kubeconfig " + cfg_.path +
-        ", user \"" + cfg_.user + "\")";
+    const std::string who = "kubeconfig " + cfg_.path + " (user \"" + cfg_.user + "\")";
+    const std::string verb = "get " + r.what() + " in namespace " + r.namespace_;
     switch (answer->status) {
         case 200: {
             json j = json::parse(answer->body, nullptr, false);
@@ -221,11 +227,11 @@ Expected<std::optional<json>> ApiClient::get_object(const Resource& r) {
         }
         case 401:
             return make_error(Code::kInvalidConfig,
-                              get + "the API server does not accept the credentials to " + verb +
-                                  ": " + said);
+                              get + "the API server does not accept the credentials of " + who +
+                                  " to " + verb + ": " + said);
         case 403:
             return make_error(Code::kInvalidConfig,
-                              get + "the API server forbids to " + verb + ": " + said);
+                              get + "the API server forbids " + who + " to " + verb + ": " + said);
         case 404: {
             // Not there only when the API server says so of this object: a 404 of something
             // else (a server URL that is not the API server, an API group not served yet) must

@@ -162,7 +162,8 @@ TEST_F(KubeHelper, AForbiddenReadIs7InTheApiServersWords) {
     api.forbid(api.token());
     auto pod = read_pod("default", "web-0");
     EXPECT_EQ(code_of(pod), 7) << pod.out;
-    EXPECT_NE(msg_of(pod).find("get pods in namespace default (kubeconfig " + api.kubeconfig()),
+    EXPECT_NE(msg_of(pod).find("forbids kubeconfig " + api.kubeconfig() +
+                               " (user \"shmipam\") to get pods in namespace default"),
               std::string::npos)
         << pod.out;
     EXPECT_NE(msg_of(pod).find("User \"system:serviceaccount:kube-system:shmipam\" cannot get "
@@ -252,7 +253,7 @@ TEST_F(KubeHelper, BadKubeconfigsAre7NamingTheFileAndWhatIsWrong) {
          "cluster \"nowhere\""},
         {"unknown-user", edited("    user: shmipam", "    user: nobody"), "user \"nobody\""},
         {"no-server", edited("    server: " + api.server() + "\n", ""), "has no server"},
-        {"bad-base64", edited("certificate-authority-data: ", "certificate-authority-data: %%"),
+        {"bad-base64", edited("certificate-authority-data: ", "certificate-authority-data: not-base64-"),
          "certificate-authority-data is not base64"},
         {"missing-ca-file",
          edited("certificate-authority-data: ", "certificate-authority: no-such.crt\n    x: "),
@@ -278,7 +279,9 @@ TEST_F(KubeHelper, AServerCertificateOfAnotherCaIs7NamingTheTlsFailure) {
         auto r = read_pod("default", "web-0", kc);
         EXPECT_EQ(code_of(r), 7) << r.out;
         EXPECT_NE(msg_of(r).find("TLS failed"), std::string::npos) << r.out;
-        EXPECT_NE(msg_of(r).find("certificate"), std::string::npos) << r.out;
+        EXPECT_NE(msg_of(r).find("cluster \"standin\"'s certificate-authority does not verify"),
+                  std::string::npos)
+            << r.out;
         EXPECT_NE(msg_of(r).find(kc), std::string::npos) << r.out;
     }
     EXPECT_EQ(api.request_count(), 0u);
@@ -295,6 +298,25 @@ TEST_F(KubeHelper, AClientCertificateAuthenticates) {
     auto refused = read_pod("default", "web-0", kc);
     EXPECT_EQ(code_of(refused), 7) << refused.out;
     EXPECT_NE(msg_of(refused).find("User \"shmipam-node\""), std::string::npos) << refused.out;
+}
+
+TEST_F(KubeHelper, AClientKeyThatIsNotTheCertificatesIs7NamingTheUsersFields) {
+    api.put_pod("default", "web-0", "u");
+    const std::string kc =
+        api.write_kubeconfig("wrong-key", {.auth = KubeStandin::Auth::kClientCertOtherKey});
+    auto r = read_pod("default", "web-0", kc);
+    EXPECT_EQ(code_of(r), 7) << r.out;
+    EXPECT_NE(msg_of(r).find("user \"shmipam\"'s client-certificate and client-key"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(api.request_count(), 0u);
+}
+
+TEST_F(KubeHelper, NoCredentialsAtAllAreUnauthorized) {
+    api.put_pod("default", "web-0", "u");
+    auto r = read_pod("default", "web-0", api.write_kubeconfig("anonymous", {.auth = KubeStandin::Auth::kNone}));
+    EXPECT_EQ(code_of(r), 7) << r.out;
+    EXPECT_NE(msg_of(r).find("401 Unauthorized"), std::string::npos) << r.out;
 }
 
 // The kubeconfig is read on every run: `shmipamctl kubeconfig` rewriting it with a rotated token

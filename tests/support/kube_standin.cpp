@@ -205,6 +205,10 @@ void KubeStandin::stop() {
     pid_ = -1;
 }
 
+std::string KubeStandin::write_kubeconfig(const std::string& name) {
+    return write_kubeconfig(name, KubeconfigSpec{});
+}
+
 std::string KubeStandin::write_kubeconfig(const std::string& name, const KubeconfigSpec& spec) {
     std::ostringstream cluster, user;
     cluster << "    server: " << (spec.server.empty() ? server() : spec.server) << "\n";
@@ -230,8 +234,12 @@ std::string KubeStandin::write_kubeconfig(const std::string& name, const Kubecon
             user << "    tokenFile: " << token_file() << "\n";
             break;
         case Auth::kClientCert:
+        case Auth::kClientCertOtherKey:
             user << "    client-certificate-data: " << base64(read_file(client_cert())) << "\n"
-                 << "    client-key-data: " << base64(read_file(client_key())) << "\n";
+                 << "    client-key-data: "
+                 << base64(read_file(spec.auth == Auth::kClientCert ? client_key()
+                                                                    : dir_.sub("other-ca.key")))
+                 << "\n";
             break;
         case Auth::kNone:
             user << "    {}\n";

@@ -44,7 +44,13 @@ class KubeStandin {
     const TempDir& dir() const { return dir_; }
 
     // ---- kubeconfigs ----------------------------------------------------------------------
-    enum class Auth { kToken, kTokenFile, kClientCert, kNone };
+    enum class Auth {
+        kToken,
+        kTokenFile,
+        kClientCert,
+        kClientCertOtherKey,  // the client certificate with a key that is not its own
+        kNone,                // no credentials: anonymous
+    };
     enum class Ca {
         kInline,  // certificate-authority-data: the CA that signed the stand-in's certificate
         kFile,    // certificate-authority: its path, relative to the kubeconfig
@@ -58,7 +64,8 @@ class KubeStandin {
         std::string server;  // "" for the stand-in's
     };
     // Writes a kubeconfig (YAML, as kubectl writes one) at dir()/name; its path.
-    std::string write_kubeconfig(const std::string& name, const KubeconfigSpec& spec = {});
+    std::string write_kubeconfig(const std::string& name, const KubeconfigSpec& spec);
+    std::string write_kubeconfig(const std::string& name);  // the default spec
     // The default kubeconfig, dir()/kubeconfig: token and CA data inline.
     std::string kubeconfig() const { return dir_.sub("kubeconfig"); }
     // What Auth::kTokenFile kubeconfigs name (dir()/token); rotate_token() rewrites it.
