@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -37,9 +38,12 @@ class KubeHelper : public ::testing::Test {
         return helper(protocol::encode(protocol::ReadStatefulSets{
             with(kubeconfig.empty() ? api.kubeconfig() : kubeconfig), sets}));
     }
+    // SHMIPAM_KUBE_HELPER in the environment runs another build's helper (the debug preset's,
+    // under ASan and UBSan) through these tests.
     ProcessResult helper(const std::string& text,
                          const std::map<std::string, std::string>& env = {}) {
-        return run_process({SHMIPAM_KUBE_HELPER_PATH}, env, text);
+        const char* other = std::getenv("SHMIPAM_KUBE_HELPER");
+        return run_process({other != nullptr ? other : SHMIPAM_KUBE_HELPER_PATH}, env, text);
     }
     // An error answer: exit 1 and {"code", "msg"} on stdout.
     static int code_of(const ProcessResult& r) {
