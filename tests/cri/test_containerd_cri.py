@@ -10,19 +10,21 @@ plugin by the test: what it gets is what containerd passes, and a recorder in fr
 writes that down (test_what_containerd_passes_to_the_ipam_plugin checks it, in both classes,
 against docs/pools.md, "What each runtime passes").
 
-Two classes, one containerd each (started once; it takes well under a second): RangesMode
-(a `subnet`) and PoolMode (a poolsDir of SpiderIPPool and Namespace objects). Every case has
+Three classes, one containerd each (started once; it takes well under a second): RangesMode
+(a `subnet`), PoolMode (a poolsDir of SpiderIPPool and Namespace objects) and PodFactsFromApi
+(pool mode reading the pods' labels and owners from the API server's stand-in). Every case has
 its own network: conflist, bridge, subnet (10.140.N.0/24 in ranges mode, 10.141.N.0/24 in pool
 mode: used nowhere else in the project), runDir and dataDir.
 
 Run by ctest (tests/CMakeLists.txt), which passes the built binaries by environment:
-SHMIPAM_PLUGIN_PATH, SHMIPAMCTL_PATH, RUNC_WITHOUT_RLIMITS_PATH, CRI_PAUSE_PATH and
+SHMIPAM_PLUGIN_PATH, SHMIPAM_KUBE_HELPER_PATH, SHMIPAMCTL_PATH, RUNC_WITHOUT_RLIMITS_PATH, CRI_PAUSE_PATH and
 CRI_PROTO_DIR (where protoc wrote runtime_v1_pb2.py). Needs root: otherwise it exits 77
 (ctest: skipped) with a message, and in CI (CI=true) it fails. Anything else missing fails.
 
-    /usr/bin/python3 tests/cri/test_containerd_cri.py [-v] [RangesMode|PoolMode[.test_name]]
+    /usr/bin/python3 tests/cri/test_containerd_cri.py [-v] [RangesMode|PoolMode|PodFactsFromApi[.test_name]]
 """
 
+import base64
 import json
 import os
 import signal
@@ -44,9 +46,11 @@ def _env(name):
 
 sys.path.insert(0, _env("CRI_PROTO_DIR"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 
 import grpc  # noqa: E402  (Debian's python3-grpcio)
 
+import kube_api_standin  # noqa: E402  (tests/support: the API server's stand-in)
 import oci_image  # noqa: E402
 from containerd_harness import Containerd  # noqa: E402
 
@@ -54,6 +58,7 @@ PLUGIN = _env("SHMIPAM_PLUGIN_PATH")
 SHMIPAMCTL = _env("SHMIPAMCTL_PATH")
 RUNC_WRAPPER = _env("RUNC_WITHOUT_RLIMITS_PATH")
 PAUSE = _env("CRI_PAUSE_PATH")
+KUBE_HELPER = _env("SHMIPAM_KUBE_HELPER_PATH")
 IN_CI = os.environ.get("CI") == "true"
 
 # The pod annotations shmipam reads (docs/pools.md, docs/fixed-ips.md).
@@ -119,7 +124,7 @@ class Network:
     """One case's network: conflist, bridge, subnet, runDir and dataDir; in pool mode its
     poolsDir."""
 
-    def __init__(self, rt, mode, index, case):
+    def __init__(self, rt, mode, index, case, kubernetes=None):
         self.rt = rt
         self.mode = mode
         self.dir = f"{rt.dir}/cases/{index:02d}-{case}"
@@ -138,6 +143,8 @@ class Network:
         else:
             ipam["poolsDir"] = f"{self.dir}/pools"
             self.write_pools()
+        if kubernetes:
+            ipam["kubernetes"] = kubernetes
         self.ipam = ipam
         self.conflist = {
             "cniVersion": "1.0.0",
@@ -154,16 +161,21 @@ class Network:
         }
         rt.use_network(self.conflist, self.rec_dir)
 
-    # Pool mode: three pools in one subnet (one bridge, one gateway), disjoint addresses.
-    POOLS = {"cluster-default": (10, 49), "annotated": (100, 119), "team-pool": (150, 169)}
+    # Pool mode: four pools in one subnet (one bridge, one gateway), disjoint addresses; the
+    # db pool is a second cluster default for pods labelled app=db (podAffinity sorts it first
+    # for them and filters it out for the others).
+    POOLS = {"cluster-default": (10, 49), "annotated": (100, 119), "team-pool": (150, 169),
+             "db-pool": (200, 219)}
 
     def write_pools(self):
         items = []
         for name, (first, last) in self.POOLS.items():
             spec = {"subnet": f"{self.prefix}.0/24", "gateway": f"{self.prefix}.1",
                     "ips": [f"{self.prefix}.{first}-{self.prefix}.{last}"]}
-            if name == "cluster-default":
+            if name in ("cluster-default", "db-pool"):
                 spec["default"] = True
+            if name == "db-pool":
+                spec["podAffinity"] = {"matchLabels": {"app": "db"}}
             items.append({"apiVersion": "spiderpool.spidernet.io/v2beta1",
                           "kind": "SpiderIPPool", "metadata": {"name": name}, "spec": spec})
         items.append({"apiVersion": "v1", "kind": "Namespace",
@@ -264,12 +276,17 @@ class CriSuite(unittest.TestCase):
         if cls.rt is not None:
             cls.rt.destroy(keep_log_in=cls.keep_logs(cls.__name__))
 
+    def kubernetes(self):
+        """The ipam config's `kubernetes` for the case's network (none here)."""
+        return None
+
     def setUp(self):
         CriSuite.cases += 1
         self.own = getattr(getattr(self, self._testMethodName), "own_containerd", False)
         if self.own:
             self.rt = self.start_containerd(f"{self.mode}-own")
-        self.net = Network(self.rt, self.mode, CriSuite.cases, self._testMethodName[5:30])
+        self.net = Network(self.rt, self.mode, CriSuite.cases, self._testMethodName[5:30],
+                           self.kubernetes())
 
     def tearDown(self):
         try:
@@ -284,10 +301,10 @@ class CriSuite(unittest.TestCase):
 
     # ---- the kubelet's side ----------------------------------------------------------------
 
-    def run_pod(self, name, namespace="default", labels=None, annotations=None):
+    def run_pod(self, name, namespace="default", labels=None, annotations=None, uid=None):
         """RunPodSandbox as the kubelet sends it for a pod: the pod's labels plus the three the
         kubelet adds, the pod's annotations plus the two the kubelet sets on every pod."""
-        uid = str(uuid.uuid4())
+        uid = uid or str(uuid.uuid4())
         pod_labels = dict(labels or {})
         pod_labels.update({"io.kubernetes.pod.name": name,
                            "io.kubernetes.pod.namespace": namespace,
@@ -523,6 +540,155 @@ class PoolMode(CommonCases, CriSuite):
             self.assertEqual(self.net.pool_of(a), "cluster-default", a)
         self.assertEqual(self.held_in("cluster-default"), dict(zip(sandboxes, addresses)))
         self.assertEqual(set(self.net.states()), {"pool/cluster-default"})
+
+
+class PodFactsFromApi(CriSuite):
+    """Pool mode with the pod facts no runtime passes read from the API server
+    (docs/kubernetes.md): the API server's stand-in (tests/support/kube_api_standin.py: no
+    kube-apiserver exists here) in this process on loopback, TLS and a bearer token, holding the
+    pods the cases run and their StatefulSets; the plugin reads them through the real
+    shmipam-kube. containerd passes what it always passes; the labels and owners reach the
+    plugin only through the API."""
+
+    mode = "pools"
+    api = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.api_dir = f"{cls.rt.dir}/kube-api"
+        cls.api_root = f"{cls.api_dir}/root"
+        os.makedirs(cls.api_root)
+        kube_api_standin.make_certificates(cls.api_dir)
+        with open(f"{cls.api_root}/_token", "w") as f:
+            f.write("cri-suite-token\n")
+        cls.api = kube_api_standin.KubeApiStandin(cls.api_root, f"{cls.api_dir}/server.crt",
+                                                  f"{cls.api_dir}/server.key")
+        cls.api.start()
+        with open(f"{cls.api_dir}/ca.crt", "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        cls.kubeconfig = f"{cls.api_dir}/kubeconfig"
+        with open(cls.kubeconfig, "w") as f:
+            f.write(KUBECONFIG.format(server=cls.api.url, ca=ca, token="cri-suite-token"))
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.api is not None:
+            cls.api.stop()
+        super().tearDownClass()
+
+    def kubernetes(self):
+        return {"kubeconfig": self.kubeconfig, "helper": KUBE_HELPER}
+
+    def put_pod(self, name, uid, labels=None, annotations=None, controller=None):
+        owners = None
+        if controller:
+            kind, owner = controller
+            api_version = "apps/v1"
+            owners = [{"apiVersion": api_version, "kind": kind, "name": owner,
+                       "uid": str(uuid.uuid4()), "controller": True}]
+        kube_api_standin.put_object(self.api_root, kube_api_standin.pod_object(
+            "default", name, uid, labels, annotations, owners))
+
+    def put_statefulset(self, name, replicas):
+        kube_api_standin.put_object(self.api_root, kube_api_standin.statefulset_object(
+            "default", name, replicas))
+
+    def run_known_pod(self, name, labels=None, annotations=None, controller=None):
+        """A pod the API server knows, run as the kubelet runs it (the same labels)."""
+        uid = str(uuid.uuid4())
+        self.put_pod(name, uid, labels, annotations, controller)
+        return self.run_pod(name, labels=labels, annotations=annotations, uid=uid)
+
+    def claims(self):
+        rc, out = ctl("--run-dir", self.net.run_dir, "claims", "pool/cluster-default", "--json")
+        self.assertEqual(rc, 0, out)
+        return {c["key"]: c for c in json.loads(out)["claims"]}
+
+    def stop_and_remove(self, sandbox):
+        self.rt.client.stop_pod_sandbox(sandbox)
+        self.rt.client.remove_pod_sandbox(sandbox)
+        self.rt.wait_plugins_done()
+
+    def test_a_pod_affinity_pool_by_the_labels_the_api_gives(self):
+        db = self.run_known_pod("db-7f9c-abcde", labels={"app": "db"},
+                                controller=("ReplicaSet", "db-7f9c"))
+        self.assertEqual(self.net.pool_of(self.address(db)), "db-pool")
+        web = self.run_known_pod("web-7f9c-abcde", labels={"app": "web"},
+                                 controller=("ReplicaSet", "web-7f9c"))
+        self.assertEqual(self.net.pool_of(self.address(web)), "cluster-default")
+        for call in self.net.calls():
+            self.assertNotIn("db-7f9c", json.dumps(call.stdin.get("args", {})),
+                             "containerd passed no label: the plugin read the API")
+
+    def test_a_statefulset_pod_stopped_removed_and_run_again_keeps_its_address(self):
+        self.put_statefulset("web", 3)
+        first = self.run_known_pod("web-0", labels={"app": "web"},
+                                   controller=("StatefulSet", "web"))
+        address = self.address(first)
+        self.stop_and_remove(first)
+        self.assertEqual(self.net.held(), {}, "no sandbox holds it")
+        self.assertEqual(self.claims()["sts:default/web-0/eth0"]["policy"],
+                         "while its StatefulSet wants it")
+        again = self.run_known_pod("web-0", labels={"app": "web"},
+                                   controller=("StatefulSet", "web"))
+        self.assertEqual(self.address(again), address)
+
+    def test_the_statefulset_scaled_below_the_pods_ordinal_frees_its_address(self):
+        self.put_statefulset("web", 3)
+        sandbox = self.run_known_pod("web-2", controller=("StatefulSet", "web"))
+        self.assertIn("sts:default/web-2/eth0", self.claims())
+        self.put_statefulset("web", 2)  # the controller lowers replicas, then deletes the pod
+        self.stop_and_remove(sandbox)
+        self.assertEqual(self.claims(), {})
+        self.assert_nothing_in_use_and_clean()
+
+    def test_a_deployments_pod_asking_for_a_static_ip_is_refused_naming_its_controller(self):
+        with self.assertRaises(grpc.RpcError) as refused:
+            self.run_known_pod("web-5d8f7c9b6-x2kqp", annotations={STATIC_IP: "true"},
+                               controller=("ReplicaSet", "web-5d8f7c9b6"))
+        answer = self.net.calls()[0].answer()
+        self.assertEqual(answer["code"], 120, answer)
+        self.assertIn("ReplicaSet web-5d8f7c9b6", answer["msg"])
+        self.assertIn(answer["msg"], refused.exception.details())
+
+    def test_the_api_down_fails_the_sandbox_with_11_and_the_next_try_succeeds(self):
+        uid = str(uuid.uuid4())
+        self.put_pod("db-7f9c-fghij", uid, {"app": "db"}, controller=("ReplicaSet", "db-7f9c"))
+        self.api.stop()
+        try:
+            with self.assertRaises(grpc.RpcError) as failed:
+                self.run_pod("db-7f9c-fghij", labels={"app": "db"}, uid=uid)
+        finally:
+            self.api.start()  # the same port
+        answer = self.net.calls()[0].answer()
+        self.assertEqual(answer["code"], 11, answer)
+        self.assertIn(self.api.url, answer["msg"])
+        self.assertIn(answer["msg"], failed.exception.details())
+        self.assertEqual(self.net.held(), {}, "the failed ADD holds nothing")
+        # The kubelet's retry: a new attempt of the same pod.
+        sandbox = self.run_pod("db-7f9c-fghij", labels={"app": "db"}, uid=uid)
+        self.assertEqual(self.net.pool_of(self.address(sandbox)), "db-pool")
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: cri-suite
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca}
+users:
+- name: shmipam
+  user:
+    token: {token}
+contexts:
+- name: shmipam
+  context:
+    cluster: cri-suite
+    user: shmipam
+current-context: shmipam
+"""
 
 
 def _interrupted(signum, frame):

@@ -1,11 +1,16 @@
 // The install image as a node runs it (deploy/): deploy/build-image.sh builds the FROM-scratch
 // image with podman from this build, the image's entry point installs into temporary "host"
 // directories mounted where the DaemonSet mounts the node's, and the installed plugin serves a
-// real ADD with the installed conflist's config.
+// real ADD with the installed conflist's config. The dynamic helpers the image ships run in
+// the image, and, installed onto the "host" with their libraries, on a root file system that
+// has nothing but glibc.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "tests/e2e/e2e_support.h"
 #include "tests/support/plugin_runner.h"
@@ -48,8 +53,41 @@ class InstallImage : public ::testing::Test {
         argv.insert(argv.end(), args.begin(), args.end());
         return run_process(argv, {{"HOME", "/root"}}, "");
     }
+    // podman run with these arguments, stdin given.
+    ProcessResult podman(const std::vector<std::string>& args, const std::string& input = "") {
+        std::vector<std::string> argv = podman_argv(dir.path());
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_process(argv, {{"HOME", "/root"}}, input);
+    }
     TempDir dir;
 };
+
+// The helpers this build defines (tests/CMakeLists.txt): the image ships each
+// (build-image.sh fails without one the source tree builds).
+std::vector<std::string> built_helpers() {
+    std::vector<std::string> out;
+    std::istringstream names(SHMIPAM_SHIPPED_HELPERS);
+    for (std::string h; names >> h;) out.push_back(h);
+    return out;
+}
+
+// A request every helper refuses before anything else (another protocol version): code 1.
+constexpr const char* kRefusedRequest = R"({"version": 2, "op": "claim-block"})";
+
+void expect_refused(const ProcessResult& r, const std::string& what) {
+    EXPECT_EQ(r.exit_code, 1) << what << ": " << r.out << r.err;
+    const json answer = r.json();
+    EXPECT_TRUE(answer.is_object() && answer.value("code", 0) == 1)
+        << what << ": " << r.out << r.err;
+}
+
+// glibc's own libraries: what a host brings (deploy/build-image.sh leaves them out of
+// shmipam-lib/).
+bool is_glibc(const std::string& base) {
+    static const std::regex glibc(
+        R"((ld-linux.*|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libanl|libutil|libnss_.*)\.so\..*)");
+    return std::regex_match(base, glibc);
+}
 
 TEST_F(InstallImage, TheImageInstallsThePluginAndConflistAndTheInstalledPluginServesAnAdd) {
     const std::string build_dir = std::filesystem::path(SHMIPAM_PLUGIN_PATH).parent_path().string();
@@ -110,6 +148,69 @@ TEST_F(InstallImage, TheImageInstallsThePluginAndConflistAndTheInstalledPluginSe
     auto pass = run_process(argv, {{"HOME", "/root"}}, "");
     EXPECT_EQ(pass.exit_code, 2) << pass.out << pass.err;
     EXPECT_NE(pass.err.find("etcd unavailable"), std::string::npos) << pass.out << pass.err;
+}
+
+TEST_F(InstallImage, TheHelpersRunInTheImageAndInstalledOnAHostThatHasOnlyGlibc) {
+    const std::string build_dir = std::filesystem::path(SHMIPAM_PLUGIN_PATH).parent_path().string();
+    const std::vector<std::string> helpers = built_helpers();
+    ASSERT_FALSE(helpers.empty()) << "this build defines no helper";
+    auto built = run_process({"/bin/bash", SHMIPAM_SOURCE_DIR "/deploy/build-image.sh",
+                              "--build-dir", build_dir, "--tag", "localhost/shmipam:e2e"},
+                             {{"PODMAN_OPTS", podman_opts()}, {"HOME", "/root"}}, "");
+    ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+    // In the image: each helper loads (its libraries from /opt/shmipam/bin/shmipam-lib, glibc
+    // from the image) and answers a request it refuses with an error JSON, code 1.
+    for (const std::string& h : helpers) {
+        expect_refused(podman({"run", "--rm", "-i", "--network", "none", "--entrypoint",
+                               "/opt/shmipam/bin/" + h, "localhost/shmipam:e2e"},
+                              kRefusedRequest),
+                       h + " in the image");
+    }
+    // Installed onto the host: the helpers beside the plugin, their libraries beside them.
+    auto installed = run_image("localhost/shmipam:e2e");
+    ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+    const std::string bin = dir.sub("host/opt/cni/bin");
+    for (const std::string& h : helpers) {
+        EXPECT_EQ(read_file(bin + "/" + h), read_file(build_dir + "/" + h)) << h;
+        EXPECT_NE(installed.out.find("installed /host/opt/cni/bin/" + h), std::string::npos)
+            << installed.out;
+    }
+    ASSERT_TRUE(std::filesystem::exists(bin + "/shmipam-lib/libcurl.so.4"));
+    // On this host, every library but glibc's comes from shmipam-lib/, libcurl's own
+    // dependencies too (the RPATH serves them: a RUNPATH would not).
+    auto ldd = run_process({"/usr/bin/ldd", bin + "/shmipam-cluster"}, {}, "");
+    ASSERT_EQ(ldd.exit_code, 0) << ldd.err;
+    std::istringstream lines(ldd.out);
+    size_t from_lib_dir = 0;
+    std::set<std::string> glibc_files;
+    for (std::string line; std::getline(lines, line);) {
+        std::smatch m;
+        if (!std::regex_search(line, m, std::regex(R"((/\S+))"))) continue;
+        const std::string path = m[1];
+        const std::string base = std::filesystem::path(path).filename().string();
+        if (is_glibc(base)) {
+            glibc_files.insert(path);
+            continue;
+        }
+        EXPECT_EQ(path, bin + "/shmipam-lib/" + base) << line;
+        ++from_lib_dir;
+    }
+    EXPECT_GT(from_lib_dir, 10u) << ldd.out;  // libcurl, libssl, libnghttp2, ...
+    // A host with glibc and nothing else (no libcurl, no libstdc++): a root file system of
+    // glibc's files and the installed CNI bin directory. The installed helpers run there.
+    const std::string host = dir.sub("bare-host");
+    for (const std::string& f : glibc_files) {
+        std::filesystem::create_directories(host + std::filesystem::path(f).parent_path().string());
+        std::filesystem::copy_file(f, host + f);
+    }
+    std::filesystem::create_directories(host + "/opt/cni");
+    std::filesystem::copy(bin, host + "/opt/cni/bin", std::filesystem::copy_options::recursive);
+    for (const std::string& h : helpers) {
+        expect_refused(podman({"run", "--rm", "-i", "--network", "none", "--rootfs", host,
+                               "/opt/cni/bin/" + h},
+                              kRefusedRequest),
+                       h + " installed on a host with only glibc");
+    }
 }
 
 }  // namespace

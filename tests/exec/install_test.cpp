@@ -111,26 +111,67 @@ TEST_F(Install, ANewerInstalledPluginIsKeptUnlessForcedAndAnOlderOneIsReplaced) 
     EXPECT_EQ(read_file(dir.sub("bin/shmipam")), read_file(SHMIPAM_PLUGIN_PATH));
 }
 
-// A new plugin never runs beside an old helper, whose protocol version it would not speak: the
-// helpers (the cluster's and the Kubernetes API's) are renamed into place first.
-TEST_F(Install, TheHelpersArePutInPlaceBeforeThePlugin) {
-    for (const char* helper : {"shmipam-cluster", "shmipam-kube"}) {
-        write_file(dir.sub(std::string("from/") + helper),
+// Both helpers, with their shared libraries (shmipam-lib/, which their RPATH names): the
+// libraries first, then the helpers, then the plugin; an unchanged library is not rewritten, a
+// library no longer shipped is removed, and beside a newer helper that is kept its libraries
+// are left alone.
+TEST_F(Install, TheHelpersAndTheirLibrariesArePutInPlaceBeforeThePlugin) {
+    for (const char* h : {"shmipam-cluster", "shmipam-kube"}) {
+        write_file(dir.sub(std::string("from/") + h),
                    "\x7f"
-                   "ELF...shmipam-build-version:0.1.0\n" +
-                       std::string(helper));
+                   "ELF...shmipam-build-version:0.1.0\n");
     }
+    fs::create_directories(dir.sub("from/shmipam-lib"));
+    write_file(dir.sub("from/shmipam-lib/libcurl.so.4"), "curl-1");
+    write_file(dir.sub("from/shmipam-lib/libssl.so.3"), "ssl-1");
     auto r = install();
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const size_t libs = r.out.find("installed " + dir.sub("bin/shmipam-lib") + " (2 libraries");
+    const size_t kube = r.out.find("installed " + dir.sub("bin/shmipam-kube"));
     const size_t plugin = r.out.find("installed " + dir.sub("bin/shmipam") + " ");
-    ASSERT_NE(plugin, std::string::npos) << r.out;
-    for (const char* helper : {"shmipam-cluster", "shmipam-kube"}) {
-        const size_t at = r.out.find("installed " + dir.sub(std::string("bin/") + helper));
-        ASSERT_NE(at, std::string::npos) << helper << ": " << r.out;
-        EXPECT_LT(at, plugin) << r.out;
-        EXPECT_EQ(read_file(dir.sub(std::string("bin/") + helper)),
-                  read_file(dir.sub(std::string("from/") + helper)));
-    }
+    ASSERT_NE(libs, std::string::npos) << r.out;
+    ASSERT_NE(kube, std::string::npos) << r.out;
+    EXPECT_LT(libs, kube) << r.out;
+    EXPECT_LT(kube, plugin) << r.out;
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam-lib/libcurl.so.4")), "curl-1");
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam-kube")), read_file(dir.sub("from/shmipam-kube")));
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.sub("bin/shmipam-lib/libssl.so.3").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0644u);
+    const ino_t curl_inode = [&] {
+        struct stat s {};
+        ::stat(dir.sub("bin/shmipam-lib/libcurl.so.4").c_str(), &s);
+        return s.st_ino;
+    }();
+    // The next release: one library changed, one gone.
+    write_file(dir.sub("from/shmipam-lib/libssl.so.3"), "ssl-2");
+    fs::remove(dir.sub("from/shmipam-lib/libcurl.so.4"));
+    write_file(dir.sub("from/shmipam-lib/libcurl.so.5"), "curl-2");
+    auto next = install();
+    ASSERT_EQ(next.exit_code, 0) << next.out << next.err;
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam-lib/libssl.so.3")), "ssl-2");
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam-lib/libcurl.so.5")), "curl-2");
+    EXPECT_FALSE(fs::exists(dir.sub("bin/shmipam-lib/libcurl.so.4"))) << next.out;
+    // Again: nothing changes (the same inode).
+    ASSERT_EQ(install().exit_code, 0);
+    struct stat again {};
+    ASSERT_EQ(::stat(dir.sub("bin/shmipam-lib/libcurl.so.5").c_str(), &again), 0);
+    write_file(dir.sub("from/shmipam-lib/libcurl.so.5"), "curl-2");  // same bytes
+    auto same = install();
+    EXPECT_NE(same.out.find("unchanged " + dir.sub("bin/shmipam-lib")), std::string::npos)
+        << same.out;
+    struct stat after {};
+    ASSERT_EQ(::stat(dir.sub("bin/shmipam-lib/libcurl.so.5").c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, again.st_ino);
+    EXPECT_NE(curl_inode, 0u);
+    // A newer kube helper on the node is kept, and so are the libraries beside it.
+    write_file(dir.sub("bin/shmipam-kube"),
+               "\x7f"
+               "ELF...shmipam-build-version:99.0.0\n");
+    write_file(dir.sub("from/shmipam-lib/libssl.so.3"), "ssl-3");
+    auto kept = install();
+    EXPECT_EQ(kept.exit_code, 1) << kept.out << kept.err;
+    EXPECT_EQ(read_file(dir.sub("bin/shmipam-lib/libssl.so.3")), "ssl-2");
 }
 
 // Cluster mode reads the node's name from the file the install container writes from the

@@ -302,5 +302,25 @@ TEST_F(PoolAdd, ADelLetsGoOfTheAddressAndTellsTheSourceWhatItReleased) {
     EXPECT_EQ(source.released.size(), 1u);
 }
 
+// A pod the API server shows as a StatefulSet's, which keeps its address by the default alone,
+// gets an ordinary address in a pool cut into blocks (a sticky one would pin the block to this
+// node): no fixed claim is made there.
+TEST_F(PoolAdd, AStatefulSetPodByDefaultGetsAnOrdinaryAddressWhereBlocksServe) {
+    source.owned["a"] = {cidr("10.9.0.0/28")};
+    Request r = request("c1");
+    r.pod.name = "web-0";
+    r.pod.from_api = true;
+    r.pod.controller = pools::Controller{"apps/v1", "StatefulSet", "web"};
+    r.kubernetes = KubernetesApi{"/nowhere/kubeconfig", 2000, "", true, 60};
+    Upkeep upkeep;
+    auto out = pool_add(r, catalog, source, upkeep);
+    ASSERT_TRUE(out) << out.error().msg;
+    auto cfg = reading_config(r, "ippool_a", catalog);
+    auto store = engine::open_network(*cfg);
+    ASSERT_TRUE(store);
+    EXPECT_TRUE(engine::Allocator(**store, *cfg).claims().empty());
+    EXPECT_EQ(held("c1", "a").size(), 1u);
+}
+
 }  // namespace
 }  // namespace shmipam::ipam

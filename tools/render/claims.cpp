@@ -111,6 +111,8 @@ std::string policy_text(uint64_t keep_idle) {
     pools::ClaimPolicy p;
     if (keep_idle == format::kKeepIdleNone) {
         p.kind = pools::ClaimPolicy::Kind::kAtDelete;
+    } else if (keep_idle == format::kKeepIdleWhileOwnerWants) {
+        p.kind = pools::ClaimPolicy::Kind::kWhileOwnerWants;
     } else if (keep_idle != format::kKeepIdleForever) {
         p.kind = pools::ClaimPolicy::Kind::kAfterIdle;
         p.idle_seconds = int64_t(keep_idle - 1);

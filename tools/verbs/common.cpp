@@ -1,4 +1,6 @@
 // What shmipamctl's verbs share: finding and opening networks, and saying what cannot be read.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +12,7 @@
 #include <sstream>
 
 #include "base/directory.h"
+#include "base/write_all.h"
 #include "tools/render/json.h"
 #include "tools/render/released.h"
 #include "tools/verbs/verbs.h"
@@ -133,6 +136,28 @@ Status write_textfile(const std::string& dir, const std::string& name, const std
         const int err = errno;
         ::unlink(tmp.c_str());
         return make_error(Code::kIo, "cannot rename to " + final_path + ": " + std::strerror(err));
+    }
+    return Ok{};
+}
+
+Status replace_file_atomically(const std::string& dir, const std::string& name,
+                               const std::string& bytes, unsigned mode) {
+    std::string tmp = dir + "/." + name + ".tmp.XXXXXX";
+    const std::string path = dir + "/" + name;
+    const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+    if (fd < 0) return make_error(Code::kIo, "cannot create " + tmp + ": " + std::strerror(errno));
+    const bool ok = write_all(fd, bytes) && ::fchmod(fd, mode_t(mode)) == 0 && ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int e = ok ? errno : err;
+        ::unlink(tmp.c_str());
+        return make_error(Code::kIo, "cannot write " + path + ": " + std::strerror(e));
+    }
+    const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d >= 0) {
+        ::fsync(d);
+        ::close(d);
     }
     return Ok{};
 }

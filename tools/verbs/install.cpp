@@ -1,7 +1,8 @@
 // shmipamctl install: what a CNI plugin's install container does on each node (deploy/): the
-// plugin binaries copied into the CNI bin directory, each by a rename so that a runtime exec'ing
-// the plugin meanwhile runs the old file or the new one, never half of one; the network's
-// conflist written into the CNI conf directory unless one of that name is there.
+// plugin binaries (the plugin and its helpers, with the helpers' shared libraries in
+// shmipam-lib/ beside them) copied into the CNI bin directory, each by a rename so that a
+// runtime exec'ing the plugin meanwhile runs the old file or the new one, never half of one;
+// the network's conflist written into the CNI conf directory unless one of that name is there.
 //
 // A binary is replaced only when the installed one is older or unversioned: a node where a newer
 // shmipam was installed (a rollback of the DaemonSet, two DaemonSets) keeps it, and the install
@@ -42,16 +43,23 @@ struct InstallOptions {
 };
 
 // The binaries a node needs, found beside shmipamctl (or in --from), in the order they are put
-// in place: the helpers before the plugin, so that a new plugin never runs beside an old helper
-// (whose protocol version it would not speak: cluster/helper_protocol.h, kube/pod_protocol.h).
-// A helper is installed when it is there (a build without it serves single-node and pool mode
-// without the API).
+// in place: the helpers before the plugin, so that a new plugin never runs beside an old
+// helper (whose protocol version it would not speak: cluster/helper_protocol.h,
+// kube/pod_protocol.h). A helper is installed when it is there (a build without it serves
+// single-node and pool mode without the API).
 struct Binary {
     const char* name;
     bool required;
 };
 constexpr Binary kBinaries[] = {
     {"shmipam-cluster", false}, {"shmipam-kube", false}, {"shmipam", true}};
+constexpr const char* kHelpers[] = {"shmipam-cluster", "shmipam-kube"};
+
+// The helpers are dynamic (libcurl): the image ships the shared libraries they load in this
+// directory beside them, which their RPATH names ($ORIGIN/shmipam-lib, CMakeLists.txt), and
+// install copies it beside them on the host, so that they run with the libraries they were
+// built with and need only the host's glibc.
+constexpr const char* kLibDir = "shmipam-lib";
 
 std::string self_dir() {
     char self[PATH_MAX] = {};
@@ -66,31 +74,6 @@ std::optional<std::string> read_whole(const std::string& path) {
     std::ostringstream s;
     s << f.rdbuf();
     return s.str();
-}
-
-// Writes `bytes` to dir/name through a temporary file of its own (mkstemp: two installers, each
-// PID 1 of its container, never share one): written, fsynced, renamed over, the directory
-// fsynced.
-Status replace_atomically(const std::string& dir, const std::string& name, const std::string& bytes,
-                          mode_t mode) {
-    std::string tmp = dir + "/." + name + ".tmp.XXXXXX";
-    const std::string path = dir + "/" + name;
-    const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-    if (fd < 0) return make_error(Code::kIo, "cannot create " + tmp + ": " + std::strerror(errno));
-    const bool ok = write_all(fd, bytes) && ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
-    const int err = errno;
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int e = ok ? errno : err;
-        ::unlink(tmp.c_str());
-        return make_error(Code::kIo, "cannot write " + path + ": " + std::strerror(e));
-    }
-    const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d >= 0) {
-        ::fsync(d);
-        ::close(d);
-    }
-    return Ok{};
 }
 
 // A conflist (or a single-plugin conf) whose IPAM is shmipam somewhere: what an operator means
@@ -142,7 +125,7 @@ int cmd_install(const InstallOptions& o) {
         bool same = false;
     };
     std::vector<Planned> plan;
-    bool refused = false;
+    bool refused = false, helper_refused = false;
     std::optional<BuildVersion> plugin_version;
     for (const Binary& b : kBinaries) {
         auto bytes = read_whole(from + "/" + b.name);
@@ -161,32 +144,84 @@ int cmd_install(const InstallOptions& o) {
                           << " is version " << p.installed->text << ", newer than this "
                           << ours->text << "; left as it is (--force replaces it)\n";
                 refused = true;
+                helper_refused = helper_refused || std::string(b.name) != "shmipam";
                 continue;
             }
         }
         plan.push_back(std::move(p));
+    }
+    // The helpers' libraries, read before anything changes too. Left as they are beside a
+    // newer helper that was kept (they are its libraries).
+    std::vector<std::pair<std::string, std::string>> libs;
+    const std::string lib_from = from + "/" + kLibDir, lib_to = o.cni_bin_dir + "/" + kLibDir;
+    const bool ship_libs = std::filesystem::is_directory(lib_from) && !helper_refused;
+    if (ship_libs) {
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(lib_from, ec)) {
+            if (!e.is_regular_file()) continue;
+            auto bytes = read_whole(e.path().string());
+            if (!bytes) return cannot_read("cannot read " + e.path().string());
+            libs.emplace_back(e.path().filename().string(), std::move(*bytes));
+        }
+        if (ec) return cannot_read("cannot read " + lib_from + ": " + ec.message());
+        struct stat st {};
+        if (::lstat(lib_to.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+            return cannot_read(lib_to + " is there and is not a directory");
+        }
+        if (::mkdir(lib_to.c_str(), 0755) != 0 && errno != EEXIST) {
+            return cannot_read("cannot create " + lib_to + ": " + std::strerror(errno));
+        }
+        // Before the helpers: a new helper never runs without its libraries. An old helper
+        // exec'd meanwhile gets libraries of the same sonames (the same ABI).
+        size_t unchanged = 0;
+        for (const auto& [name, bytes] : libs) {
+            if (auto there = read_whole(lib_to + "/" + name); there && *there == bytes) {
+                ++unchanged;
+                continue;
+            }
+            if (auto st2 = replace_file_atomically(lib_to, name, bytes, 0644); !st2) {
+                return cannot_read(st2.error());
+            }
+        }
+        std::cout << (unchanged == libs.size() ? "unchanged " : "installed ") << lib_to << " ("
+                  << libs.size() << " libraries, " << libs.size() - unchanged << " written)\n";
     }
     for (const Planned& p : plan) {
         if (p.same) {
             std::cout << "unchanged " << o.cni_bin_dir << "/" << p.name << "\n";
             continue;
         }
-        if (auto st = replace_atomically(o.cni_bin_dir, p.name, p.bytes, 0755); !st) {
+        if (auto st = replace_file_atomically(o.cni_bin_dir, p.name, p.bytes, 0755); !st) {
             return cannot_read(st.error());
         }
         std::cout << "installed " << o.cni_bin_dir << "/" << p.name << " ("
                   << (p.installed ? "was " + p.installed->text : std::string("new")) << ")\n";
     }
-    // A cluster helper left from another release beside this plugin (the image ships none):
-    // the plugin's requests carry a protocol version the helper refuses when it is not its own.
-    if (::access((from + "/shmipam-cluster").c_str(), F_OK) != 0 && plugin_version) {
-        if (auto helper = read_whole(o.cni_bin_dir + "/shmipam-cluster")) {
-            const auto v = find_build_version(*helper);
+    // Libraries an earlier release shipped and this one does not, once every helper that
+    // could load them is replaced (a process that mapped one keeps it).
+    if (ship_libs) {
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(lib_to, ec)) {
+            const std::string name = e.path().filename().string();
+            bool ours = false;
+            for (const auto& l : libs) ours = ours || l.first == name;
+            if (!ours && !e.is_directory()) {
+                std::filesystem::remove(e.path(), ec);
+                std::cout << "removed " << e.path().string() << " (no longer shipped)\n";
+            }
+        }
+    }
+    // A helper left from another release beside this plugin (a --from without it): the
+    // plugin's requests carry a protocol version the helper refuses when it is not its own.
+    for (const char* helper : kHelpers) {
+        if (::access((from + "/" + helper).c_str(), F_OK) == 0 || !plugin_version) continue;
+        if (auto there = read_whole(o.cni_bin_dir + "/" + helper)) {
+            const auto v = find_build_version(*there);
             if (!v || v->text != plugin_version->text) {
-                std::cerr << "shmipamctl install: " << o.cni_bin_dir
-                          << "/shmipam-cluster is version " << (v ? v->text : "unknown")
-                          << ", the plugin " << plugin_version->text
-                          << ": install the helper of the same build for cluster mode\n";
+                std::cerr << "shmipamctl install: " << o.cni_bin_dir << "/" << helper
+                          << " is version " << (v ? v->text : "unknown") << ", the plugin "
+                          << plugin_version->text
+                          << ": install the helper of the same build beside it\n";
             }
         }
     }
@@ -200,7 +235,7 @@ int cmd_install(const InstallOptions& o) {
         } else if (there && *there == *conf) {
             std::cout << "unchanged " << path << "\n";
         } else {
-            if (auto st = replace_atomically(o.cni_conf_dir, conf_name, *conf, 0644); !st) {
+            if (auto st = replace_file_atomically(o.cni_conf_dir, conf_name, *conf, 0644); !st) {
                 return cannot_read(st.error());
             }
             std::cout << "wrote " << path << "\n";
@@ -211,7 +246,7 @@ int cmd_install(const InstallOptions& o) {
         const std::string name = o.node_name_file.substr(o.node_name_file.rfind('/') + 1);
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
-        if (auto st = replace_atomically(dir, name, o.node_name + "\n", 0644); !st) {
+        if (auto st = replace_file_atomically(dir, name, o.node_name + "\n", 0644); !st) {
             return cannot_read(st.error());
         }
         std::cout << "wrote " << o.node_name_file << " (node " << o.node_name << ")\n";
@@ -225,8 +260,9 @@ int cmd_install(const InstallOptions& o) {
 void register_install(CLI::App& app, CommonOptions&, int& exit_code) {
     auto* verb = app.add_subcommand(
         "install",
-        "copy the plugin binaries into the CNI bin directory (each by a rename; a newer one "
-        "there is kept) and write a conflist unless one of its name is there");
+        "copy the plugin, its helpers and their libraries (shmipam-lib/) into the CNI bin "
+        "directory (each by a rename; a newer one there is kept) and write a conflist unless "
+        "one of its name is there");
     auto o = std::make_shared<InstallOptions>();
     verb->add_option("--cni-bin-dir", o->cni_bin_dir, "e.g. /opt/cni/bin")->required();
     verb->add_option("--cni-conf-dir", o->cni_conf_dir, "e.g. /etc/cni/net.d")->required();
@@ -238,8 +274,8 @@ void register_install(CLI::App& app, CommonOptions&, int& exit_code) {
                      "where --node-name is written (the plugin's ipam.nodeNameFile)")
         ->capture_default_str();
     verb->add_option("--from", o->from,
-                     "where shmipam and its helpers shmipam-cluster and shmipam-kube are "
-                     "(default: beside shmipamctl)");
+                     "where shmipam, its helpers (shmipam-cluster, shmipam-kube) and their "
+                     "libraries (shmipam-lib/) are (default: beside shmipamctl)");
     verb->add_flag("--force", o->force, "replace a newer plugin (a downgrade)");
     verb->add_flag("--overwrite-conf", o->overwrite_conf,
                    "replace a conflist of the same name that differs");

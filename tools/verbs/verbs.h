@@ -49,6 +49,7 @@ void register_dump_file(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_explain(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_install(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_kubeconfig(CLI::App& app, CommonOptions& common, int& exit_code);
 
 // release (release.cpp); release --claim is claims.cpp's.
 struct ReleaseOptions {
@@ -86,6 +87,12 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o);
 // Writes `text` to <dir>/<name> for node_exporter's textfile collector (which reads *.prom):
 // written aside and renamed into place, so that it never reads half a file.
 Status write_textfile(const std::string& dir, const std::string& name, const std::string& text);
+
+// Writes `bytes` to dir/name through a temporary file of its own in dir (mkstemp, so mode 0600
+// from the start, then `mode`): written, fsynced, renamed over the old file, the directory
+// fsynced. A reader (or an exec) sees the old file or the new one whole, also after a crash.
+Status replace_file_atomically(const std::string& dir, const std::string& name,
+                               const std::string& bytes, unsigned mode);
 
 // The verb's network argument, bound to common.network.
 void add_network_argument(CLI::App& verb, CommonOptions& common, bool required = true);

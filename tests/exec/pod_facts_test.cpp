@@ -1,0 +1,304 @@
+// Pod facts from the API server, driven as a runtime drives the plugin (docs/kubernetes.md): real
+// plugin processes given only what containerd passes (CNI_ARGS, the annotations in
+// runtimeConfig, never labels or owners), the real helper shmipam-kube, and the API server's
+// stand-in on loopback (TLS, bearer token; tests/support/kube_standin.h) holding the pods and
+// StatefulSets.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "tests/support/kube_standin.h"
+#include "tests/support/plugin_runner.h"
+#include "tests/support/temp_dir.h"
+
+namespace shmipam::testing {
+namespace {
+
+using nlohmann::json;
+using kube::protocol::OwnerReference;
+
+// Two cluster-default pools: `db-pool` only for pods labelled app=db (it sorts first for them,
+// podAffinity outranking every other affinity), `general` for everyone.
+const char* kPools = R"(apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: db-pool}
+spec:
+  subnet: 10.60.0.0/24
+  ips: ["10.60.0.10-10.60.0.20"]
+  default: true
+  podAffinity: {matchLabels: {app: db}}
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: general}
+spec: {subnet: 10.61.0.0/24, ips: ["10.61.0.10-10.61.0.200"], default: true}
+)";
+
+// The same without podAffinity: an ordinary pod needs nothing from the API.
+const char* kPlainPools = R"(apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: general}
+spec: {subnet: 10.61.0.0/24, ips: ["10.61.0.10-10.61.0.200"], default: true}
+)";
+
+OwnerReference controller(const std::string& kind, const std::string& name,
+                          const std::string& api_version = "apps/v1") {
+    return OwnerReference{api_version, kind, name, "uid-of-" + name, true};
+}
+
+class PodFacts : public ::testing::Test {
+  protected:
+    TempDir dir;
+    KubeStandin api;
+
+    void SetUp() override {
+        ASSERT_TRUE(api.ready()) << api.why_not_ready();
+        write_pools(kPools);
+    }
+    void write_pools(const std::string& text) {
+        ::mkdir(dir.sub("pools").c_str(), 0755);
+        write_file(dir.sub("pools") + "/pools.yaml", text);
+    }
+    json config(const json& annotations = json::object(), bool with_api = true) const {
+        json c = {{"cniVersion", "1.1.0"},
+                  {"name", "net"},
+                  {"type", "bridge"},
+                  {"ipam",
+                   {{"type", "shmipam"},
+                    {"runDir", dir.sub("run")},
+                    {"dataDir", dir.sub("data")},
+                    {"poolsDir", dir.sub("pools")},
+                    {"nodeName", "node-a"},
+                    {"reuseDelay", 0}}}};
+        if (with_api) {
+            c["ipam"]["kubernetes"] = {{"kubeconfig", api.kubeconfig()},
+                                       {"helper", SHMIPAM_KUBE_HELPER_PATH}};
+        }
+        if (!annotations.empty()) {
+            c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
+        }
+        return c;
+    }
+    // The runtime's call for sandbox `cid` of pod default/<pod> whose uid is `uid`.
+    static std::map<std::string, std::string> env(const std::string& cmd, const std::string& cid,
+                                                  const std::string& pod, const std::string& uid) {
+        return cni_env(cmd, cid, "eth0",
+                       "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=" + pod +
+                           ";K8S_POD_INFRA_CONTAINER_ID=" + cid + ";K8S_POD_UID=" + uid);
+    }
+    ProcessResult add(const std::string& cid, const std::string& pod, const std::string& uid,
+                      const json& cfg) {
+        return run_plugin(env("ADD", cid, pod, uid), cfg.dump());
+    }
+    static std::string address(const ProcessResult& r) {
+        const json doc = r.json();
+        if (!doc.contains("ips") || doc["ips"].empty()) return "";
+        const std::string a = doc["ips"][0]["address"];
+        return a.substr(0, a.find('/'));
+    }
+    void del(const std::string& cid, const std::string& pod, const std::string& uid,
+             const json& cfg) {
+        auto r = run_plugin(env("DEL", cid, pod, uid), cfg.dump());
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    // Every fixed claim of the node's pool states: {key: policy}.
+    std::map<std::string, std::string> claims() {
+        std::map<std::string, std::string> out;
+        for (const char* state : {"db-pool", "general"}) {
+            auto r = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "claims", state, "--json"});
+            if (r.exit_code != 0) continue;  // the state was never made
+            for (const auto& c : r.json()["claims"]) out[c["key"]] = c["policy"];
+        }
+        return out;
+    }
+    size_t calls_to(const std::string& prefix) const {
+        size_t n = 0;
+        for (const auto& q : api.requests()) n += q.path.starts_with(prefix) ? 1 : 0;
+        return n;
+    }
+    static int code(const ProcessResult& r) { return r.json().value("code", 0); }
+    static std::string msg(const ProcessResult& r) { return r.json().value("msg", ""); }
+};
+
+constexpr const char* kPods = "/api/v1/namespaces/default/pods/";
+constexpr const char* kSets = "/apis/apps/v1/namespaces/default/statefulsets/";
+
+TEST_F(PodFacts, APodAffinityPoolServesThePodWhoseLabelsOnlyTheApiKnows) {
+    api.put_pod("default", "db-7f9c-abcde", "uid-1", {{"app", "db"}}, {},
+                {controller("ReplicaSet", "db-7f9c")});
+    auto r = add("c1", "db-7f9c-abcde", "uid-1", config());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(address(r).starts_with("10.60.0.")) << r.out;
+    EXPECT_EQ(calls_to(kPods), 1u);
+    // Without the API the runtime's call carries no label: the pool filters the pod out.
+    auto blind = add("c2", "db-7f9c-abcde", "uid-1", config(json::object(), false));
+    ASSERT_EQ(blind.exit_code, 0) << blind.out << blind.err;
+    EXPECT_TRUE(address(blind).starts_with("10.61.0.")) << blind.out;
+}
+
+TEST_F(PodFacts, APodThatNeedsNothingCostsNoCall) {
+    write_pools(kPlainPools);
+    auto deployment = add("c1", "web-5d4f7b8c9-x2x7z", "uid-1", config());
+    ASSERT_EQ(deployment.exit_code, 0) << deployment.out << deployment.err;
+    del("c1", "web-5d4f7b8c9-x2x7z", "uid-1", config());
+    // A name a StatefulSet could give, with the default switched off.
+    json off = config();
+    off["ipam"]["statefulSetFixedIPByDefault"] = false;
+    auto sts_name = add("c2", "web-0", "uid-2", off);
+    ASSERT_EQ(sts_name.exit_code, 0) << sts_name.out << sts_name.err;
+    EXPECT_EQ(api.request_count(), 0u);
+}
+
+TEST_F(PodFacts, AStatefulSetPodKeepsItsAddressByDefaultAcrossStopRemoveAndRecreation) {
+    write_pools(kPlainPools);
+    api.put_statefulset("default", "web", 3, std::nullopt);
+    api.put_pod("default", "web-1", "uid-1", {{"app", "web"}}, {}, {controller("StatefulSet", "web")});
+    auto first = add("c1", "web-1", "uid-1", config());
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    // containerd's two DELs: StopPodSandbox's and RemovePodSandbox's.
+    del("c1", "web-1", "uid-1", config());
+    del("c1", "web-1", "uid-1", config());
+    EXPECT_EQ(claims(), (std::map<std::string, std::string>{
+                            {"sts:default/web-1/eth0", "while its StatefulSet wants it"}}));
+    // The pod re-created by the StatefulSet controller: a new uid, a new sandbox.
+    api.put_pod("default", "web-1", "uid-2", {{"app", "web"}}, {}, {controller("StatefulSet", "web")});
+    auto again = add("c2", "web-1", "uid-2", config());
+    ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+    EXPECT_EQ(address(again), address(first));
+}
+
+TEST_F(PodFacts, AStatefulSetScaledBelowThePodsOrdinalFreesItsClaimAtTheDel) {
+    write_pools(kPlainPools);
+    api.put_statefulset("default", "web", 3, std::nullopt);
+    api.put_pod("default", "web-2", "uid-1", {}, {}, {controller("StatefulSet", "web")});
+    ASSERT_EQ(add("c1", "web-2", "uid-1", config()).exit_code, 0);
+    ASSERT_EQ(claims().size(), 1u);
+    // The controller lowers replicas, then deletes the pod: the DEL finds ordinal 2 unwanted.
+    api.put_statefulset("default", "web", 2, std::nullopt);
+    del("c1", "web-2", "uid-1", config());
+    EXPECT_TRUE(claims().empty());
+    EXPECT_GE(calls_to(kSets), 1u);
+}
+
+TEST_F(PodFacts, ADeletedOrDeletingStatefulSetFreesTheClaimAtTheDel) {
+    write_pools(kPlainPools);
+    api.put_statefulset("default", "web", 3, std::nullopt);
+    api.put_statefulset("default", "db", 3, 5);
+    api.put_pod("default", "web-0", "uid-1", {}, {}, {controller("StatefulSet", "web")});
+    api.put_pod("default", "db-5", "uid-2", {}, {}, {controller("StatefulSet", "db")});
+    ASSERT_EQ(add("c1", "web-0", "uid-1", config()).exit_code, 0);
+    ASSERT_EQ(add("c2", "db-5", "uid-2", config()).exit_code, 0);
+    ASSERT_EQ(claims().size(), 2u);
+    api.remove_statefulset("default", "web");
+    api.put_statefulset("default", "db", 3, 5, /*deleting=*/true);
+    del("c1", "web-0", "uid-1", config());
+    del("c2", "db-5", "uid-2", config());
+    EXPECT_TRUE(claims().empty());
+}
+
+TEST_F(PodFacts, AClaimWhoseDelCouldNotReachTheApiIsFreedByALaterRecheck) {
+    write_pools(kPlainPools);
+    json cfg = config();
+    cfg["ipam"]["statefulSetRecheckS"] = 1;
+    api.put_statefulset("default", "web", 1, std::nullopt);
+    api.put_pod("default", "web-0", "uid-1", {}, {}, {controller("StatefulSet", "web")});
+    ASSERT_EQ(add("c1", "web-0", "uid-1", cfg).exit_code, 0);
+    api.force_status(503, kSets);
+    api.remove_statefulset("default", "web");
+    del("c1", "web-0", "uid-1", cfg);  // answers 0: the DEL never fails for the API
+    EXPECT_EQ(claims().size(), 1u) << "kept while its set cannot be read";
+    api.clear_faults();
+    ::sleep(2);  // past statefulSetRecheckS
+    ASSERT_EQ(add("c2", "other-5d4f7-x2x7z", "uid-2", cfg).exit_code, 0);
+    EXPECT_TRUE(claims().empty());
+    // At most once per period: an ADD right after walks nothing.
+    const size_t set_calls = calls_to(kSets);
+    ASSERT_EQ(add("c3", "other-5d4f7-abcde", "uid-3", cfg).exit_code, 0);
+    EXPECT_EQ(calls_to(kSets), set_calls);
+}
+
+TEST_F(PodFacts, ADeploymentPodAskingForAStaticIpIsRefusedNamingItsController) {
+    write_pools(kPlainPools);
+    api.put_pod("default", "web-5d4f7-x2x7z", "uid-1", {}, {},
+                {controller("ReplicaSet", "web-5d4f7")});
+    auto r = add("c1", "web-5d4f7-x2x7z", "uid-1",
+                 config({{"ipam.shmipam.io/static-ip", "true"}}));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(code(r), 120) << r.out;
+    EXPECT_NE(msg(r).find("ReplicaSet web-5d4f7"), std::string::npos) << r.out;
+}
+
+TEST_F(PodFacts, APodReCreatedMeanwhileAnswersTryAgainLater) {
+    api.put_pod("default", "db-7f9c-abcde", "uid-new", {{"app", "db"}});
+    auto r = add("c1", "db-7f9c-abcde", "uid-old", config());
+    EXPECT_EQ(code(r), 11) << r.out;
+    EXPECT_NE(msg(r).find("re-created"), std::string::npos) << r.out;
+}
+
+TEST_F(PodFacts, EachApiFailureIsAClearErrorAndTheNextTrySucceeds) {
+    api.put_pod("default", "db-7f9c-abcde", "uid-1", {{"app", "db"}});
+    // Not there (yet): 11.
+    auto missing = add("c1", "db-7f9c-other", "uid-1", config());
+    EXPECT_EQ(code(missing), 11) << missing.out;
+    // Refused: 7 naming the kubeconfig.
+    api.forbid(api.token());
+    auto forbidden = add("c1", "db-7f9c-abcde", "uid-1", config());
+    EXPECT_EQ(code(forbidden), 7) << forbidden.out;
+    EXPECT_NE(forbidden.out.find(api.kubeconfig()), std::string::npos) << forbidden.out;
+    api.forbid("nobody");
+    api.set_token("another");
+    auto unauthorized = add("c1", "db-7f9c-abcde", "uid-1", config());
+    EXPECT_EQ(code(unauthorized), 7) << unauthorized.out;
+    api.rotate_token();  // the kubeconfig rewritten with the accepted token
+    // Down: 11, naming the URL; nothing allocated.
+    api.stop();
+    auto down = add("c1", "db-7f9c-abcde", "uid-1", config());
+    EXPECT_EQ(code(down), 11) << down.out;
+    EXPECT_NE(down.out.find(api.server()), std::string::npos) << down.out;
+    EXPECT_TRUE(claims().empty());
+    ASSERT_TRUE(api.start());
+    auto back = add("c1", "db-7f9c-abcde", "uid-1", config());
+    ASSERT_EQ(back.exit_code, 0) << back.out << back.err;
+    EXPECT_TRUE(address(back).starts_with("10.60.0.")) << back.out;
+    // A kubeconfig that does not exist: 7.
+    json bad = config();
+    bad["ipam"]["kubernetes"]["kubeconfig"] = dir.sub("no-such-kubeconfig");
+    auto unreadable = add("c2", "db-7f9c-abcde", "uid-1", bad);
+    EXPECT_EQ(code(unreadable), 7) << unreadable.out;
+}
+
+TEST_F(PodFacts, TheRuntimesAnnotationsWinAndTheApisCompleteThem) {
+    write_pools(kPlainPools);
+    api.put_statefulset("default", "web", 3, std::nullopt);
+    // The API's pod opts out of a fixed address; the runtime passed no annotation (podman).
+    api.put_pod("default", "web-0", "uid-1", {}, {{"ipam.shmipam.io/static-ip", "false"}},
+                {controller("StatefulSet", "web")});
+    ASSERT_EQ(add("c1", "web-0", "uid-1", config()).exit_code, 0);
+    EXPECT_TRUE(claims().empty());
+    // The runtime's value for the same key wins.
+    api.put_pod("default", "web-1", "uid-2", {}, {{"ipam.shmipam.io/static-ip", "false"}},
+                {controller("StatefulSet", "web")});
+    ASSERT_EQ(add("c2", "web-1", "uid-2", config({{"ipam.shmipam.io/static-ip", "true"}})).exit_code,
+              0);
+    EXPECT_EQ(claims(), (std::map<std::string, std::string>{{"sts:default/web-1/eth0", "never"}}));
+}
+
+TEST_F(PodFacts, RangesModeKeepsFixedAddressesOptIn) {
+    json cfg = make_config(dir.path(), "ranges", "1.1.0", "10.62.0.0/24");
+    cfg["ipam"]["kubernetes"] = {{"kubeconfig", api.kubeconfig()},
+                                 {"helper", SHMIPAM_KUBE_HELPER_PATH}};
+    api.put_pod("default", "web-0", "uid-1", {}, {}, {controller("StatefulSet", "web")});
+    ASSERT_EQ(add("c1", "web-0", "uid-1", cfg).exit_code, 0);
+    EXPECT_EQ(api.request_count(), 0u) << "no default in ranges mode: nothing to ask";
+    // Asked by annotation, the pod is read and known as a StatefulSet's.
+    cfg["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = {
+        {"ipam.shmipam.io/static-ip", "true"}};
+    auto r = add("c2", "web-0", "uid-1", cfg);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(calls_to(kPods), 1u);
+}
+
+}  // namespace
+}  // namespace shmipam::testing
