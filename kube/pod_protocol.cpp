@@ -1,5 +1,7 @@
 #include "kube/pod_protocol.h"
 
+#include <limits>
+
 namespace shmipam::kube::protocol {
 
 using nlohmann::json;
@@ -156,7 +158,11 @@ Expected<json> answer_object(std::string_view text) {
     }
     if (auto code = j.find("code"); code != j.end()) {
         Error e;
-        e.code = code->is_number_integer() ? Code(code->get<int>()) : Code::kInternal;
+        // A code that is no CNI code (not a positive int) is the helper's fault: 999.
+        e.code = code->is_number_integer() && code->get<int64_t>() > 0 &&
+                         code->get<int64_t>() <= std::numeric_limits<int>::max()
+                     ? Code(code->get<int>())
+                     : Code::kInternal;
         if (auto m = j.find("msg"); m != j.end() && m->is_string()) e.msg = m->get<std::string>();
         if (auto d = j.find("details"); d != j.end() && d->is_string()) {
             e.details = d->get<std::string>();

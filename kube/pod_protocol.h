@@ -10,10 +10,12 @@
 //
 // A helper refuses a request of another version or an op it does not know (code 1). An answer
 // is the op's answer struct, or an error {"code", "msg", "details"} (exit status 1):
-//   7  the kubeconfig cannot be read or used (names the file and what is wrong), or the API
-//      server refused the verb (401/403: names the kubeconfig, the verb and the resource);
+//   7  the kubeconfig cannot be read or used (names the file and what is wrong; TLS that fails
+//      on its CA or client certificate included), or the API server refused the verb (401/403:
+//      names the kubeconfig, the verb and the resource);
 //   11 the API server is unreachable, timed out within the budget, answered 5xx, or the pod is
-//      not (or no longer) there: try again later.
+//      not (or no longer) there: try again later;
+//   999 an answer no API server gives (an object other than the one asked, another status).
 // The message names the URL and what failed.
 #pragma once
 

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Checks that dependencies point one way, reading every #include "dir/..." line:
 #   base <- shm <- engine (addr <- slots <- state <- {policy, inspect} <- recovery <- ops)
-#        <- {pools, cluster, kube} <- ipam <- {plugin, tools, bench}
+#        <- {pools, cluster} <- ipam <- {plugin, tools, bench}
+#   base <- kube <- {ipam, tools}
+# kube/ (the Kubernetes API: the helper protocol, the kubeconfig, the HTTPS client) is a layer
+# beside pools/ and cluster/ that includes only base/: nothing of the store or the engine is
+# needed to read a pod, and ipam/ and tools/ reach it, never the engine or pools.
 # plugin/ includes no shm/ header (the engine owns what the CNI glue needs of the store) and no
-# cluster/ header (ipam/ owns pool and cluster orchestration; the plugin is CNI glue).
+# cluster/ or kube/ header (ipam/ owns pool, cluster and API orchestration; the plugin is CNI
+# glue).
 # Prints each include that breaks a rule and exits 1; exits 0 when there is none.
 #   bash scripts/check-layers.sh [ROOT]   (default: the repository)
 set -euo pipefail
@@ -66,7 +71,7 @@ while IFS= read -r file; do
             violations=$((violations + 1))
         fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
-done < <(find "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/cluster" "$root/ipam" "$root/plugin" "$root/tools" "$root/bench" \
+done < <(find "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/cluster" "$root/kube" "$root/ipam" "$root/plugin" "$root/tools" "$root/bench" \
     -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | sort)
 
 if [ $violations -ne 0 ]; then

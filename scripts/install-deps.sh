@@ -18,10 +18,11 @@ packages=(
     containernetworking-plugins  # real bridge + host-local for end-to-end and migration tests
     iproute2              # ip netns for end-to-end tests
     iputils-ping          # reachability between test namespaces
-    libcurl4-openssl-dev  # the cluster store's client: etcd's v3 JSON gateway over HTTP(S) (never the plugin)
+    libcurl4-openssl-dev  # HTTPS for the helpers: etcd's v3 JSON gateway, the Kubernetes API (never the plugin)
     etcd-server           # a real 3-member etcd for the cluster tests (tests/support/etcd_cluster.h)
     etcd-client           # etcdctl: the cluster tests turn on etcd's authentication with it
-    openssl               # the cluster tests' CA and certificates (etcd with client-certificate TLS)
+    openssl               # the tests' CAs and certificates (etcd, the Kubernetes API's stand-in)
+    python3               # the Kubernetes API server's stand-in (tests/support/kube_api_standin.py)
     podman runc           # a real container runtime for the end-to-end tests (CNI network backend)
     busybox-static        # the test containers' whole root file system (no image pulled)
     containerd            # the runtime Kubernetes uses: its CRI runs the tests/cri suite's pod sandboxes

@@ -111,23 +111,6 @@ TEST_F(Install, ANewerInstalledPluginIsKeptUnlessForcedAndAnOlderOneIsReplaced) 
     EXPECT_EQ(read_file(dir.sub("bin/shmipam")), read_file(SHMIPAM_PLUGIN_PATH));
 }
 
-// A new plugin never runs beside an old helper, whose protocol version it would not speak: the
-// helper is renamed into place first.
-TEST_F(Install, TheClusterHelperIsPutInPlaceBeforeThePlugin) {
-    write_file(dir.sub("from/shmipam-cluster"),
-               "\x7f"
-               "ELF...shmipam-build-version:0.1.0\n");
-    auto r = install();
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    const size_t helper = r.out.find("installed " + dir.sub("bin/shmipam-cluster"));
-    const size_t plugin = r.out.find("installed " + dir.sub("bin/shmipam") + " ");
-    ASSERT_NE(helper, std::string::npos) << r.out;
-    ASSERT_NE(plugin, std::string::npos) << r.out;
-    EXPECT_LT(helper, plugin) << r.out;
-    EXPECT_EQ(read_file(dir.sub("bin/shmipam-cluster")),
-              read_file(dir.sub("from/shmipam-cluster")));
-}
-
 // Both helpers, with their shared libraries (shmipam-lib/, which their RPATH names): the
 // libraries first, then the helpers, then the plugin; an unchanged library is not rewritten, a
 // library no longer shipped is removed, and beside a newer helper that is kept its libraries

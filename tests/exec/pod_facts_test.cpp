@@ -106,10 +106,11 @@ class PodFacts : public ::testing::Test {
     // Every fixed claim of the node's pool states: {key: policy}.
     std::map<std::string, std::string> claims() {
         std::map<std::string, std::string> out;
-        for (const char* state : {"db-pool", "general"}) {
+        for (const char* state : {"ippool_db-pool", "ippool_general"}) {  // the pools' states
             auto r = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "claims", state, "--json"});
             if (r.exit_code != 0) continue;  // the state was never made
-            for (const auto& c : r.json()["claims"]) out[c["key"]] = c["policy"];
+            const json doc = r.json();  // kept: a loop over r.json()[...] would dangle
+            for (const auto& c : doc["claims"]) out[c["claim"]] = c["policy"];
         }
         return out;
     }

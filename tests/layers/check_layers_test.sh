@@ -24,7 +24,7 @@ expect "the repository" 0 "$root" "every include points down"
 plant() {  # file to plant in a fresh copy, the include line; prints the copy's path
     local tree="$work/$RANDOM$RANDOM"
     mkdir -p "$tree"
-    cp -r "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/cluster" "$root/ipam" "$root/plugin" "$root/tools" "$root/bench" "$tree/"
+    cp -r "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/cluster" "$root/kube" "$root/ipam" "$root/plugin" "$root/tools" "$root/bench" "$tree/"
     mkdir -p "$(dirname "$tree/$1")"
     printf '#include "%s"\n' "$2" >>"$tree/$1"
     echo "$tree"
@@ -56,6 +56,18 @@ expect "pools includes ipam" 1 "$(plant pools/selection.cpp ipam/operations.h)" 
     "pools/selection.cpp: includes ipam/operations.h"
 expect "ipam includes plugin" 1 "$(plant ipam/operations.cpp plugin/netconf.h)" \
     "ipam/operations.cpp: includes plugin/netconf.h"
+expect "kube includes the engine" 1 "$(plant kube/kubeconfig.cpp engine/addr/ip_address.h)" \
+    "kube/kubeconfig.cpp: includes engine/addr/ip_address.h"
+expect "kube includes pools" 1 "$(plant kube/objects.cpp pools/sticky.h)" \
+    "kube/objects.cpp: includes pools/sticky.h"
+expect "kube includes ipam" 1 "$(plant kube/api_client.cpp ipam/pod_lookup.h)" \
+    "kube/api_client.cpp: includes ipam/pod_lookup.h"
+expect "plugin includes kube" 1 "$(plant plugin/commands.cpp kube/pod_protocol.h)" \
+    "plugin/commands.cpp: includes kube/pod_protocol.h"
+expect "the engine includes kube" 1 "$(plant engine/ops/planted.cpp kube/kubeconfig.h)" \
+    "engine/ops/planted.cpp: includes kube/kubeconfig.h"
+expect "ipam includes kube" 0 \
+    "$(plant ipam/operations.cpp kube/pod_protocol.h)" "every include points down"
 expect "a header beside the file" 0 "$(plant shm/journal.cpp journal.h)" "every include points down"
 
 echo "$passed passed, $failed failed"

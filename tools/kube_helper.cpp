@@ -1,0 +1,106 @@
+// shmipam-kube: the Kubernetes helper (docs/kubernetes.md). No Kubernetes runtime passes a pod's
+// labels or owner to a CNI plugin, and the plugin links no HTTPS client (a static libcurl with
+// OpenSSL would cost every exec); an ADD that needs them execs this helper with one request on
+// stdin (kube/pod_protocol.h: read a pod, read StatefulSets), which reads the kubeconfig the
+// request names (on every run: a rotated token is picked up), GETs the objects from the API
+// server within the request's budget, and answers on stdout: the op's answer and exit 0, or an
+// error {"code", "msg", "details"} and exit 1, which the plugin passes on.
+#include <chrono>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "base/build_version.h"
+#include "kube/api_client.h"
+#include "kube/kubeconfig.h"
+#include "kube/objects.h"
+#include "kube/pod_protocol.h"
+
+using nlohmann::json;
+using namespace shmipam;
+namespace protocol = kube::protocol;
+
+namespace {
+
+int fail(const Error& e) {
+    std::cout << protocol::error_json(e).dump() << "\n";
+    return 1;
+}
+
+int answer(const json& a) {
+    std::cout << a.dump() << "\n";
+    return 0;
+}
+
+// The kubeconfig is read here, on every run: never a cached token.
+Expected<std::unique_ptr<kube::ApiClient>> client_for(const protocol::Api& api) {
+    auto cfg = kube::read_kubeconfig(api.kubeconfig);
+    if (!cfg) return cfg.error();
+    return std::make_unique<kube::ApiClient>(std::move(*cfg),
+                                             std::chrono::milliseconds(api.budget_ms));
+}
+
+int read_pod(const protocol::ReadPod& r) {
+    auto client = client_for(r.api);
+    if (!client) return fail(client.error());
+    const kube::Resource res = kube::pod_resource(r.namespace_, r.name);
+    const std::string url = (*client)->url(res.path());
+    auto obj = (*client)->get_object(res);
+    if (!obj) return fail(obj.error());
+    // Not created yet (the runtime sets a sandbox up for a pod the API server has), or deleted
+    // meanwhile: either way a later try sees the truth.
+    if (!*obj) {
+        return fail(make_error(Code::kTryAgainLater, "GET " + url + ": pod " + r.namespace_ + "/" +
+                                                         r.name + " is not in the API server"));
+    }
+    auto pod = kube::decode_pod(**obj, r.namespace_, r.name, "GET " + url);
+    if (!pod) return fail(pod.error());
+    return answer(protocol::to_json(*pod));
+}
+
+// One GET per set, in the order asked, over one connection; a set that is not there is an
+// answer (exists: false), not an error.
+int read_statefulsets(const protocol::ReadStatefulSets& r) {
+    auto client = client_for(r.api);
+    if (!client) return fail(client.error());
+    protocol::StatefulSetsAnswer out;
+    for (const auto& s : r.sets) {
+        const kube::Resource res = kube::statefulset_resource(s.namespace_, s.name);
+        auto obj = (*client)->get_object(res);
+        if (!obj) return fail(obj.error());
+        if (!*obj) {
+            protocol::StatefulSetAnswer gone;
+            gone.namespace_ = s.namespace_;
+            gone.name = s.name;
+            out.sets.push_back(std::move(gone));
+            continue;
+        }
+        auto set = kube::decode_statefulset(**obj, s.namespace_, s.name,
+                                            "GET " + (*client)->url(res.path()));
+        if (!set) return fail(set.error());
+        out.sets.push_back(std::move(*set));
+    }
+    return answer(protocol::to_json(out));
+}
+
+}  // namespace
+
+SHMIPAM_STAMP_BUILD_VERSION();  // read by shmipamctl install
+
+int main() {
+    try {
+        const std::string text{std::istreambuf_iterator<char>(std::cin),
+                               std::istreambuf_iterator<char>()};
+        auto req = protocol::decode(text);
+        if (!req) return fail(req.error());
+        if (const auto* p = std::get_if<protocol::ReadPod>(&*req)) return read_pod(*p);
+        return read_statefulsets(std::get<protocol::ReadStatefulSets>(*req));
+    } catch (const std::exception& e) {
+        // Every answer is a CNI error the plugin can pass on, never a crash with no answer.
+        return fail(make_error(Code::kInternal,
+                               std::string("the Kubernetes helper failed: ") + e.what()));
+    } catch (...) {
+        return fail(make_error(Code::kInternal, "the Kubernetes helper failed"));
+    }
+}
