@@ -603,7 +603,7 @@ class PodFactsFromApi(CriSuite):
     def claims(self):
         rc, out = ctl("--run-dir", self.net.run_dir, "claims", "pool/cluster-default", "--json")
         self.assertEqual(rc, 0, out)
-        return {c["key"]: c for c in json.loads(out)["claims"]}
+        return {c["claim"]: c for c in json.loads(out)["claims"]}
 
     def stop_and_remove(self, sandbox):
         self.rt.client.stop_pod_sandbox(sandbox)
