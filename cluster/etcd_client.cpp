@@ -5,9 +5,9 @@
 #include <chrono>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <thread>
 
+#include "base/unique_id.h"
 #include "cluster/base64.h"
 
 namespace shmipam::cluster {
@@ -287,11 +287,12 @@ Expected<EtcdClient::Status> EtcdClient::status() {
     return Status{header_.member_id, uint_of(*j, "leader")};
 }
 
+// base::unique_id (getrandom), not std::random_device: libstdc++'s calls arc4random, which
+// needs glibc 2.36 and so keeps the shipped helpers off hosts with an older glibc.
 std::string nonce() {
-    static std::random_device rd;
-    static std::mt19937_64 rng(rd() ^ (uint64_t(rd()) << 32));
     char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+    std::snprintf(buf, sizeof buf, "%016llx",
+                  static_cast<unsigned long long>(base::unique_id()));
     return buf;
 }
 
