@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 
+#include "engine/state/config_display.h"
 #include "ipam/fixed_claim.h"
 #include "ipam/open_states.h"
 #include "ipam/pool_mode.h"
@@ -111,6 +112,10 @@ struct FamilyAdd {
         for (size_t i = 0; i < opened.size(); ++i) {
             if (opened[i].name != ch.state) continue;
             allocate_from(*opened[i].cfg, ch.object.subnet, ch.object.gateway, usable);
+            // Opened to read: now shown with the ranges it allocates from, as an allocating
+            // open shows them (one comparison when unchanged).
+            opened[i].cfg->display = engine::NetworkConfig::Display::kRecord;
+            engine::record_config(opened[i].store->index().header(), *opened[i].cfg);
             return i;
         }
         auto st = open_state(

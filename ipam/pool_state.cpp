@@ -132,6 +132,9 @@ std::unique_ptr<engine::NetworkConfig> reading_config(const Request& r, const st
     if (const pools::AddressSpec* o = object_of(state, catalog)) {
         cfg->range_sets = {{whole(o->subnet, o->gateway)}};
         cfg->index_capacity = capacity_of(o->subnet);
+        // The whole subnet is for reading and releasing; shmipamctl ls keeps showing the ranges
+        // the pool allocates from.
+        cfg->display = engine::NetworkConfig::Display::kKeep;
         return cfg;
     }
     // The object is gone from poolsDir: its addresses are still released, with host prefixes.
@@ -147,6 +150,7 @@ std::unique_ptr<engine::NetworkConfig> reading_config(const Request& r, const st
     }
     cfg->range_sets = {std::move(any)};
     cfg->index_capacity = kUnknownCapacity;
+    cfg->display = engine::NetworkConfig::Display::kWithdrawn;
     return cfg;
 }
 

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "engine/state/network_store.h"
 #include "shm/atomic_word.h"
@@ -53,11 +55,18 @@ bool writer_gone(uint64_t seq) {
 
 }  // namespace
 
-void record_config(format::IndexHeader& h, const NetworkConfig& cfg) {
-    if (shm::load_word(h.reuse_delay_ms, std::memory_order_relaxed) != cfg.reuse_delay_ms) {
-        shm::store_word(h.reuse_delay_ms, cfg.reuse_delay_ms, std::memory_order_relaxed);
-    }
-    const std::string text = describe_ranges(cfg);
+namespace {
+
+// The text shown now (the last writer's), or nullopt while a write is under way.
+std::optional<std::string> shown_text(const format::IndexHeader& h) {
+    const uint64_t before = shm::load_word(h.ranges_seq);
+    if (before % 2 == 1) return std::nullopt;
+    std::string t(h.ranges_text, strnlen(h.ranges_text, sizeof h.ranges_text));
+    if (shm::load_word(h.ranges_seq) != before) return std::nullopt;
+    return t;
+}
+
+void write_text(format::IndexHeader& h, const std::string& text) {
     if (std::strncmp(h.ranges_text, text.c_str(), sizeof h.ranges_text) == 0) return;
     uint64_t seq = shm::load_word(h.ranges_seq);
     if (seq % 2 == 1 && !writer_gone(seq)) return;  // someone else is writing
@@ -67,6 +76,29 @@ void record_config(format::IndexHeader& h, const NetworkConfig& cfg) {
     std::memcpy(h.ranges_text, text.data(), text.size());
     uint64_t expected = mine;
     shm::cas_word(h.ranges_seq, expected, ((mine >> 32) + 1) << 32);
+}
+
+}  // namespace
+
+void record_config(format::IndexHeader& h, const NetworkConfig& cfg) {
+    switch (cfg.display) {
+        case NetworkConfig::Display::kKeep:
+            return;
+        case NetworkConfig::Display::kWithdrawn: {
+            auto shown = shown_text(h);
+            if (!shown || shown->empty() || shown->ends_with(kWithdrawnMark)) return;
+            const std::string marked = *shown + kWithdrawnMark;
+            if (marked.size() >= format::kRangesTextBytes) return;  // display only
+            write_text(h, marked);
+            return;
+        }
+        case NetworkConfig::Display::kRecord:
+            break;
+    }
+    if (shm::load_word(h.reuse_delay_ms, std::memory_order_relaxed) != cfg.reuse_delay_ms) {
+        shm::store_word(h.reuse_delay_ms, cfg.reuse_delay_ms, std::memory_order_relaxed);
+    }
+    write_text(h, describe_ranges(cfg));
 }
 
 std::string NetworkStore::ranges_text() {

@@ -7,6 +7,10 @@
 
 namespace shmipam::engine {
 
+// As cfg.display says: the ranges and reuseDelay, nothing, or the shown ranges marked withdrawn
+// (kWithdrawnMark appended once).
 void record_config(format::IndexHeader& h, const NetworkConfig& cfg);
+
+inline constexpr const char* kWithdrawnMark = " (withdrawn: no longer configured)";
 
 }  // namespace shmipam::engine

@@ -40,6 +40,12 @@ struct NetworkConfig {
     // invocation that starts the next one writes a checkpoint and drops the segments it covers.
     uint64_t journal_max_segments = 8;
     std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
+    // What opening the state writes to the index's display of its config (shmipamctl ls):
+    // kRecord these ranges; kKeep what the last recording open wrote (an open only to read or
+    // release, whose ranges are wider than what the network allocates from); kWithdrawn that,
+    // marked as no longer configured (a pool gone from its directory).
+    enum class Display { kRecord, kKeep, kWithdrawn };
+    Display display = Display::kRecord;
 
     std::string state_dir() const { return run_dir + "/" + name; }
     std::string host_local_dir() const { return data_dir + "/" + name; }

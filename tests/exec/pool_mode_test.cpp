@@ -194,6 +194,36 @@ TEST_F(PoolMode, DelReleasesFromAPoolWhoseFileWasDeleted) {
     verify("ippool_temp");
 }
 
+// shmipamctl ls shows the ranges a pool allocates from at all times: a DEL (which opens the
+// state to release, over the pool's whole subnet) once made it show the whole subnet until the
+// next ADD, and a withdrawn pool's state 0.0.0.0/32 [0.0.0.0-255.255.255.255].
+TEST_F(PoolMode, LsShowsThePoolsRealRangesAfterADelAndSaysWhenThePoolIsGone) {
+    write_pools("extra.yaml", one_address_pool("temp", "10.42.0.0/24", "10.42.0.5"));
+    const json small = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
+    const json temp = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"temp\"]}"})");
+    ASSERT_EQ(run_plugin(env("ADD", "c1"), small.dump()).exit_code, 0);
+    ASSERT_EQ(run_plugin(env("ADD", "c2"), temp.dump()).exit_code, 0);
+    ASSERT_EQ(run_plugin(env("DEL", "c1"), small.dump()).exit_code, 0);
+    auto ls = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "ls"});
+    EXPECT_NE(ls.out.find("10.40.0.0/24 [10.40.0.10-10.40.0.12]"), std::string::npos) << ls.out;
+    EXPECT_EQ(ls.out.find("10.40.0.0-10.40.0.255"), std::string::npos) << ls.out;
+    EXPECT_EQ(ls.out.find("withdrawn"), std::string::npos) << ls.out;
+    // The pool's file goes; a DEL releases from its state and marks it.
+    ASSERT_EQ(::unlink((dir.sub("pools") + "/extra.yaml").c_str()), 0);
+    ASSERT_EQ(run_plugin(env("DEL", "c2"), temp.dump()).exit_code, 0);
+    ls = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "ls"});
+    EXPECT_NE(ls.out.find("10.42.0.0/24 [10.42.0.5-10.42.0.5] (withdrawn: no longer configured)"),
+              std::string::npos)
+        << ls.out;
+    EXPECT_EQ(ls.out.find("0.0.0.0/32"), std::string::npos) << ls.out;
+    // Back in the directory, the next ADD shows it configured again.
+    write_pools("extra.yaml", one_address_pool("temp", "10.42.0.0/24", "10.42.0.5"));
+    ASSERT_EQ(run_plugin(env("ADD", "c3"), temp.dump()).exit_code, 0);
+    ls = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "ls"});
+    EXPECT_EQ(ls.out.find("withdrawn"), std::string::npos) << ls.out;
+    verify("ippool_temp");
+}
+
 TEST_F(PoolMode, EditingAPoolKeepsLiveAllocationsAndANewlyExcludedAddressIsNotReused) {
     const json cfg = config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"small\"]}"})");
     for (const char* id : {"c1", "c2", "c3"})
