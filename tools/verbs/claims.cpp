@@ -42,21 +42,28 @@ bool names_claim(const ReleaseOptions& o, const engine::ClaimView& c) {
 }
 
 int cmd_claims(const CommonOptions& common) {
-    auto names = claim_networks(common);
-    if (!names) return cannot_read(names.error());
-    std::vector<ClaimRow> rows;
-    for (const auto& n : *names) {
-        auto store = open_network(common.run_dir, n, shm::Access::kReadOnly);
-        if (!store) return cannot_read(store.error());
-        engine::NetworkConfig none;
-        for (auto& c : engine::Allocator(**store, none).claims()) rows.push_back({n, std::move(c)});
-    }
+    auto listed = list_claims(common);
+    if (!listed) return cannot_read(listed.error());
+    const std::vector<ClaimRow>& rows = *listed;
     const uint64_t now = base::unix_ns() / 1'000'000'000;
     std::cout << (common.json ? json_text(claims_json(rows, now)) : claims_text(rows, now));
     return kExitClean;
 }
 
 }  // namespace
+
+Expected<std::vector<ClaimRow>> list_claims(const CommonOptions& common) {
+    auto names = claim_networks(common);
+    if (!names) return names.error();
+    std::vector<ClaimRow> rows;
+    for (const auto& n : *names) {
+        auto store = open_network(common.run_dir, n, shm::Access::kReadOnly);
+        if (!store) return store.error();
+        engine::NetworkConfig none;
+        for (auto& c : engine::Allocator(**store, none).claims()) rows.push_back({n, std::move(c)});
+    }
+    return rows;
+}
 
 void register_claims(CLI::App& app, CommonOptions& common, int& exit_code) {
     auto* verb = app.add_subcommand(

@@ -3,6 +3,8 @@
 // shmipam-lib/ beside them) copied into the CNI bin directory, each by a rename so that a
 // runtime exec'ing the plugin meanwhile runs the old file or the new one, never half of one;
 // the network's conflist written into the CNI conf directory unless one of that name is there.
+// What it wrote is recorded, with each file's SHA-256, in a manifest beside the conflist
+// (install_manifest.h), which shmipamctl uninstall (uninstall.cpp) removes by.
 //
 // A binary is replaced only when the installed one is older or unversioned: a node where a newer
 // shmipam was installed (a rollback of the DaemonSet, two DaemonSets) keeps it, and the install
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -25,8 +28,10 @@
 #include <sstream>
 
 #include "base/build_version.h"
+#include "base/sha256.h"
 #include "base/write_all.h"
 #include "cluster/node_name.h"
+#include "tools/verbs/install_manifest.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -93,6 +98,58 @@ std::optional<std::string> conf_problem(const std::string& text) {
         }
     }
     return "has no plugin whose ipam type is \"shmipam\"";
+}
+
+// Records what this install left of shmipam's on the node (install_manifest.h), for uninstall:
+// every binary and library of ours in the bin directory as it is now (a newer one kept is
+// recorded too: it is shmipam's), and the conflist with the hash of what install writes (a
+// conflist of that name that differs, left as it is, is then kept by uninstall unless forced).
+// An entry of the previous manifest that this install does not write (the conflist of an
+// earlier install with --conf, this one without) is kept while its file is there. Written
+// atomically, after everything else.
+Status write_manifest(const InstallOptions& o, const std::optional<std::string>& conf_name,
+                      const std::string& conf, const std::optional<BuildVersion>& version) {
+    InstallManifest m;
+    m.version = version ? version->text : "";
+    for (const char* b : kInstalledBinaries) {
+        if (auto bytes = read_whole(o.cni_bin_dir + "/" + b)) {
+            m.files.push_back({"bin", b, base::sha256_hex(*bytes)});
+        }
+    }
+    std::error_code ec;
+    const std::string lib_dir = o.cni_bin_dir + "/" + kLibDir;
+    std::vector<std::string> libs;
+    for (const auto& e : std::filesystem::directory_iterator(lib_dir, ec)) {
+        if (e.is_regular_file() && e.path().filename().string()[0] != '.') {
+            libs.push_back(e.path().filename().string());
+        }
+    }
+    std::sort(libs.begin(), libs.end());
+    for (const auto& l : libs) {
+        if (auto bytes = read_whole(lib_dir + "/" + l)) {
+            m.files.push_back({"bin", std::string(kLibDir) + "/" + l, base::sha256_hex(*bytes)});
+        }
+    }
+    if (conf_name) m.files.push_back({"conf", *conf_name, base::sha256_hex(conf)});
+    if (auto old = read_whole(manifest_path(o.cni_conf_dir))) {
+        std::string why;
+        if (auto prev = parse_manifest(*old, &why)) {
+            for (const auto& e : prev->files) {
+                bool listed = false;
+                for (const auto& n : m.files)
+                    listed = listed || (n.dir == e.dir && n.path == e.path);
+                const std::string dir = e.dir == "bin" ? o.cni_bin_dir : o.cni_conf_dir;
+                if (!listed && ::access((dir + "/" + e.path).c_str(), F_OK) == 0) {
+                    m.files.push_back(e);
+                }
+            }
+        }
+    }
+    const std::string dir = o.cni_conf_dir + "/" + kManifestDir;
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return make_error(Code::kIo, "cannot create " + dir + ": " + std::strerror(errno));
+    }
+    return replace_file_atomically(dir, kManifestName, manifest_json(m), 0644);
 }
 
 int cmd_install(const InstallOptions& o) {
@@ -241,6 +298,11 @@ int cmd_install(const InstallOptions& o) {
             }
             std::cout << "wrote " << path << "\n";
         }
+    }
+    if (auto st = write_manifest(o, conf ? std::optional<std::string>(conf_name) : std::nullopt,
+                                 conf ? *conf : std::string(), plugin_version);
+        !st) {
+        return cannot_read(st.error());
     }
     if (!o.node_name.empty()) {
         const std::string dir = o.node_name_file.substr(0, o.node_name_file.rfind('/'));

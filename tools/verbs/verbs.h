@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "engine/ops/allocator.h"
 #include "engine/state/network_store.h"
+#include "tools/render/claims.h"
 
 namespace CLI {
 class App;
@@ -50,6 +51,11 @@ void register_explain(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_install(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_kubeconfig(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_uninstall(CLI::App& app, CommonOptions& common, int& exit_code);
+
+// Every fixed-address claim of common.network, or of every network and pool state under
+// common.run_dir (claims.cpp): what shmipamctl claims lists, and what uninstall refuses over.
+Expected<std::vector<ClaimRow>> list_claims(const CommonOptions& common);
 
 // release (release.cpp); release --claim is claims.cpp's.
 struct ReleaseOptions {
