@@ -43,7 +43,14 @@ Expected<std::optional<KubernetesApi>> parse_kubernetes(const json& ipam) {
     KubernetesApi api;
     auto kubeconfig = opt_string(*it, "kubeconfig", "ipam.kubernetes.");
     if (!kubeconfig) return kubeconfig.error();
-    if (kubeconfig->empty()) return std::optional<KubernetesApi>{};
+    if (kubeconfig->empty()) {
+        // An object without its one required field is a mistake (a misspelt "kubeConfig"),
+        // never a quiet "no API".
+        return make_error(Code::kInvalidConfig,
+                          "ipam.kubernetes needs \"kubeconfig\": the path of the kubeconfig the "
+                          "Kubernetes helper reads (remove ipam.kubernetes to read no pod from "
+                          "the API server)");
+    }
     api.kubeconfig = *kubeconfig;
     auto helper = opt_string(*it, "helper", "ipam.kubernetes.");
     if (!helper) return helper.error();

@@ -29,7 +29,7 @@ struct KubernetesApi {
     uint64_t recheck_s = kDefaultStatefulSetRecheckS;  // ipam.statefulSetRecheckS
 };
 
-// nullopt without ipam.kubernetes (or without its kubeconfig). Code 7 naming a field of the
+// nullopt without ipam.kubernetes; code 7 when it lacks its kubeconfig. Code 7 naming a field of the
 // wrong type or value.
 Expected<std::optional<KubernetesApi>> parse_kubernetes(const nlohmann::json& ipam);
 

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <memory>
 
 #include "engine/addr/fingerprint.h"
@@ -25,7 +26,9 @@ namespace {
 namespace protocol = kube::protocol;
 
 // The node's last walk: its mtime, under <runDir> (a reboot starts afresh, which only checks
-// sooner). Its lock keeps two invocations from walking at once.
+// sooner). Taken under its lock, so that of the invocations that find the walk due one walks;
+// a walk still running when the next period comes may overlap the next one, which is harmless
+// (each frees only idle claims, by their fingerprints).
 constexpr const char* kRecheckMarker = ".statefulset-recheck";
 
 std::string marker_path(const Request& r) {
@@ -92,22 +95,31 @@ void release_unwanted(const Request& r, std::vector<OpenState>& opened,
     }
 }
 
-// The idle claims of opened[state] kept while their set wants the pod, that `accept` takes.
-template <typename Accept>
-void collect(std::vector<OpenState>& opened, size_t state, Accept accept,
-             std::vector<OwnedClaim>& out) {
+// The idle claims of opened[state] kept while their set wants the pod: the one of `only`
+// (found by its key's fingerprint, whatever its length), or every one whose key reads back
+// whole (a key longer than the entry's 72 bytes reads back truncated, and its fingerprint says
+// so: such a claim is checked at its pod's DEL only).
+void collect(std::vector<OpenState>& opened, size_t state,
+             const std::optional<pools::StickyIdentity>& only, std::vector<OwnedClaim>& out) {
     if (!opened[state].store) return;
+    const std::optional<engine::Fingerprint> wanted =
+        only ? std::optional(engine::fingerprint(only->key(), only->ifname)) : std::nullopt;
     for (const engine::ClaimView& v : opened[state].allocator().claims()) {
         if (v.keep_idle != format::kKeepIdleWhileOwnerWants ||
             v.use != engine::ClaimView::Use::kIdle) {
             continue;
         }
-        auto id = pools::identity_of_key(v.key);
-        if (!id || id->kind != pools::StickyKind::kStatefulSet) continue;
-        // A key longer than the entry keeps reads back truncated: its fingerprint says so.
-        if (!(engine::fingerprint(v.key, id->ifname) == v.fp)) continue;
+        std::optional<pools::StickyIdentity> id;
+        if (wanted) {
+            if (!(v.fp == *wanted)) continue;
+            id = only;
+        } else {
+            id = pools::identity_of_key(v.key);
+            if (!id || !(engine::fingerprint(v.key, id->ifname) == v.fp)) continue;
+        }
+        if (id->kind != pools::StickyKind::kStatefulSet) continue;
         auto member = pools::statefulset_member(id->name);
-        if (!member || !accept(v, *id)) continue;
+        if (!member) continue;
         out.push_back({state, v.fp, *id, *member});
     }
 }
@@ -148,10 +160,7 @@ void walk(const Request& r) {
     std::vector<OpenState> opened;
     (void)open_every_state(r, **catalog, opened);
     std::vector<OwnedClaim> claims;
-    for (size_t i = 0; i < opened.size(); ++i) {
-        collect(opened, i, [](const engine::ClaimView&, const pools::StickyIdentity&) { return true; },
-                claims);
-    }
+    for (size_t i = 0; i < opened.size(); ++i) collect(opened, i, std::nullopt, claims);
     if (claims.empty()) return;
     auto source = make_source(r);
     release_unwanted(r, opened, claims, *source);
@@ -162,16 +171,10 @@ void walk(const Request& r) {
 void release_unwanted_after_del(const Request& r, std::vector<OpenState>& opened,
                                 AddressSource& source) {
     if (!r.kubernetes || !pools::statefulset_member(r.pod.name)) return;
+    const pools::StickyIdentity own{pools::StickyKind::kStatefulSet, r.pod.namespace_, r.pod.name,
+                                    r.key.ifname};
     std::vector<OwnedClaim> claims;
-    for (size_t i = 0; i < opened.size(); ++i) {
-        collect(
-            opened, i,
-            [&](const engine::ClaimView&, const pools::StickyIdentity& id) {
-                return id.namespace_ == r.pod.namespace_ && id.name == r.pod.name &&
-                       id.ifname == r.key.ifname;
-            },
-            claims);
-    }
+    for (size_t i = 0; i < opened.size(); ++i) collect(opened, i, own, claims);
     if (!claims.empty()) release_unwanted(r, opened, claims, source);
 }
 
@@ -181,7 +184,19 @@ void schedule_owner_recheck(const Request& r, Upkeep& upkeep) {
     auto before = std::move(upkeep.after_answer);
     upkeep.after_answer = [kept, before = std::move(before)] {
         if (before) before();
+        // The walk may wait for the API server (up to the budget): not in the time of the pod
+        // whose call happened to find it due, since the runtime waits for the plugin to exit.
+        // A child of its own session, its output to /dev/null (the runtime reads the plugin's
+        // stdout to its end), walks; the plugin exits at once.
+        const pid_t child = ::fork();
+        if (child != 0) return;  // the plugin (or fork failed: the next call walks)
+        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+            for (int fd : {0, 1, 2}) ::dup2(null, fd);
+        }
+        ::setsid();
         walk(*kept);
+        ::_exit(0);
     };
 }
 

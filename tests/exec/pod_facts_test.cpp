@@ -213,11 +213,36 @@ TEST_F(PodFacts, AClaimWhoseDelCouldNotReachTheApiIsFreedByALaterRecheck) {
     api.clear_faults();
     ::sleep(2);  // past statefulSetRecheckS
     ASSERT_EQ(add("c2", "other-5d4f7-x2x7z", "uid-2", cfg).exit_code, 0);
+    // The walk runs in a child of its own after the ADD answered.
+    for (int i = 0; i < 100 && !claims().empty(); ++i) ::usleep(50'000);
     EXPECT_TRUE(claims().empty());
     // At most once per period: an ADD right after walks nothing.
     const size_t set_calls = calls_to(kSets);
     ASSERT_EQ(add("c3", "other-5d4f7-abcde", "uid-3", cfg).exit_code, 0);
     EXPECT_EQ(calls_to(kSets), set_calls);
+}
+
+// A claim key longer than the 72 bytes a claim entry keeps reads back truncated: the DEL finds
+// the pod's claim by the fingerprint of the key it builds, and frees it all the same.
+TEST_F(PodFacts, AClaimWithAKeyLongerThanItsEntryIsStillFreedAtTheDel) {
+    write_pools(kPlainPools);
+    const std::string set = "alertmanager-kube-prometheus-stack-alertmanager-with-a-long-name";
+    const std::string pod = set + "-0";
+    api.put_statefulset("default", set, 1, std::nullopt);
+    api.put_pod("default", pod, "uid-1", {}, {}, {controller("StatefulSet", set)});
+    ASSERT_EQ(add("c1", pod, "uid-1", config()).exit_code, 0);
+    ASSERT_EQ(claims().size(), 1u);
+    api.put_statefulset("default", set, 0, std::nullopt);
+    del("c1", pod, "uid-1", config());
+    EXPECT_TRUE(claims().empty());
+}
+
+TEST_F(PodFacts, AKubernetesSectionWithoutItsKubeconfigIsRefused) {
+    json cfg = config();
+    cfg["ipam"]["kubernetes"] = {{"kubeConfig", api.kubeconfig()}};  // misspelt
+    auto r = add("c1", "web-0", "uid-1", cfg);
+    EXPECT_EQ(code(r), 7) << r.out;
+    EXPECT_NE(msg(r).find("ipam.kubernetes needs \"kubeconfig\""), std::string::npos) << r.out;
 }
 
 TEST_F(PodFacts, ADeploymentPodAskingForAStaticIpIsRefusedNamingItsController) {
