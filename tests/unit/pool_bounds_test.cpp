@@ -84,3 +84,26 @@ TEST(PoolBounds, TooDeepIsRefused) {
 
 }  // namespace
 }  // namespace shmipam::pools
+
+#include "kube/yaml_json.h"
+
+namespace shmipam::kube {
+namespace {
+
+// Before the bound this ran out of memory: it ran only after the fix.
+TEST(KubeconfigBounds, AnAliasBombKubeconfigIsRefused) {
+    std::string s = "a: &a [\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\"]\n";
+    for (char c = 'b'; c <= 'j'; ++c) {
+        s += std::string(1, c) + ": &" + c + " [";
+        for (int i = 0; i < 10; ++i) s += std::string(i ? "," : "") + "*" + char(c - 1);
+        s += "]\n";
+    }
+    auto r = yaml_to_json(s, "kubeconfig");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().msg.find("kubeconfig expands to more than 100,000 YAML nodes"),
+              std::string::npos)
+        << r.error().msg;
+}
+
+}  // namespace
+}  // namespace shmipam::kube
