@@ -33,7 +33,12 @@ json scalar_to_json(const yaml_node_t& n) {
     return s;
 }
 
-json node_to_json(yaml_document_t& doc, int index, int depth) {
+// Nodes after alias expansion (libyaml shares an aliased node, the conversion copies it): a
+// kubeconfig has a few hundred; 100,000 stops an alias bomb in time and memory.
+constexpr size_t kMaxNodes = 100'000;
+
+json node_to_json(yaml_document_t& doc, int index, int depth, size_t& nodes) {
+    if (++nodes > kMaxNodes) return nullptr;
     yaml_node_t* n = yaml_document_get_node(&doc, index);
     if (n == nullptr || depth > kMaxDepth) return nullptr;
     switch (n->type) {
@@ -43,7 +48,7 @@ json node_to_json(yaml_document_t& doc, int index, int depth) {
             json a = json::array();
             for (yaml_node_item_t* i = n->data.sequence.items.start; i < n->data.sequence.items.top;
                  ++i) {
-                a.push_back(node_to_json(doc, *i, depth + 1));
+                a.push_back(node_to_json(doc, *i, depth + 1, nodes));
             }
             return a;
         }
@@ -51,9 +56,9 @@ json node_to_json(yaml_document_t& doc, int index, int depth) {
             json o = json::object();
             for (yaml_node_pair_t* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
                  ++p) {
-                json key = node_to_json(doc, p->key, depth + 1);
+                json key = node_to_json(doc, p->key, depth + 1, nodes);
                 o[key.is_string() ? key.get<std::string>() : key.dump()] =
-                    node_to_json(doc, p->value, depth + 1);
+                    node_to_json(doc, p->value, depth + 1, nodes);
             }
             return o;
         }
@@ -81,9 +86,15 @@ Expected<json> yaml_to_json(std::string_view text, const std::string& where) {
         yaml_parser_delete(&parser);
         return e;
     }
-    json out = yaml_document_get_root_node(&doc) == nullptr ? json() : node_to_json(doc, 1, 0);
+    size_t nodes = 0;
+    json out =
+        yaml_document_get_root_node(&doc) == nullptr ? json() : node_to_json(doc, 1, 0, nodes);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
+    if (nodes > kMaxNodes) {
+        return make_error(Code::kInvalidConfig, where + " expands to more than 100,000 YAML nodes "
+                                                        "(the bound for a kubeconfig)");
+    }
     return out;
 }
 

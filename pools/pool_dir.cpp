@@ -42,11 +42,53 @@ json scalar_to_json(const yaml_node_t& n) {
     return s;
 }
 
-// A node of a loaded document as JSON; depth-limited (a YAML alias bomb or a deep document is
-// refused, not followed).
-json to_json(yaml_document_t& doc, int index, int depth) {
+// Bounds of one pool file (docs/pools.md "Bounds of a pool file"). A real directory of 1,000
+// pools is a few hundred KB with a few dozen nodes per pool, so each bound is far above any real
+// file and far below what would hurt a node.
+// Bytes: read at most this + 1; 16 MiB is ~50 times a 1,000-pool directory in one file.
+constexpr size_t kMaxPoolFileBytes = size_t(16) << 20;
+// Alias uses: real pool files use none or a few; 10,000 is generous.
+constexpr size_t kMaxPoolFileAliases = 10'000;
+// Nodes after alias expansion (libyaml shares an aliased node, the conversion to JSON copies it):
+// the bound that stops the alias bomb (billion laughs) in time and memory.
+constexpr size_t kMaxPoolFileNodes = 1'000'000;
+// Nesting depth: a pool object is under 10 deep; 64 bounds the converter's recursion (stack).
+constexpr int kMaxPoolFileDepth = 64;
+
+struct Budget {
+    size_t nodes = 0;
+    std::string over;  // set once a bound is passed: what it was
+};
+
+// Alias uses in a loaded document: the loader resolves each alias to a reference to the anchored
+// node, so every reference beyond the one each non-root node has in a tree is an alias.
+size_t alias_uses(yaml_document_t& doc) {
+    size_t refs = 0;
+    const size_t nodes = size_t(doc.nodes.top - doc.nodes.start);
+    for (yaml_node_t* n = doc.nodes.start; n < doc.nodes.top; ++n) {
+        if (n->type == YAML_SEQUENCE_NODE)
+            refs += size_t(n->data.sequence.items.top - n->data.sequence.items.start);
+        if (n->type == YAML_MAPPING_NODE)
+            refs += 2 * size_t(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    }
+    return nodes == 0 || refs < nodes - 1 ? 0 : refs - (nodes - 1);
+}
+
+// A node of a loaded document as JSON, within the budget: a node past a bound is not followed,
+// budget.over says which bound.
+json to_json(yaml_document_t& doc, int index, int depth, Budget& budget) {
+    if (!budget.over.empty()) return nullptr;
+    if (depth > kMaxPoolFileDepth) {
+        budget.over = "nests deeper than " + std::to_string(kMaxPoolFileDepth) +
+                      " levels (the bound for one pool file)";
+        return nullptr;
+    }
+    if (++budget.nodes > kMaxPoolFileNodes) {
+        budget.over = "expands to more than 1,000,000 YAML nodes (the bound for one pool file)";
+        return nullptr;
+    }
     yaml_node_t* n = yaml_document_get_node(&doc, index);
-    if (n == nullptr || depth > 64) return nullptr;
+    if (n == nullptr) return nullptr;
     switch (n->type) {
         case YAML_SCALAR_NODE:
             return scalar_to_json(*n);
@@ -54,7 +96,7 @@ json to_json(yaml_document_t& doc, int index, int depth) {
             json a = json::array();
             for (yaml_node_item_t* i = n->data.sequence.items.start; i < n->data.sequence.items.top;
                  ++i) {
-                a.push_back(to_json(doc, *i, depth + 1));
+                a.push_back(to_json(doc, *i, depth + 1, budget));
             }
             return a;
         }
@@ -62,9 +104,9 @@ json to_json(yaml_document_t& doc, int index, int depth) {
             json o = json::object();
             for (yaml_node_pair_t* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
                  ++p) {
-                json key = to_json(doc, p->key, depth + 1);
+                json key = to_json(doc, p->key, depth + 1, budget);
                 o[key.is_string() ? key.get<std::string>() : key.dump()] =
-                    to_json(doc, p->value, depth + 1);
+                    to_json(doc, p->value, depth + 1, budget);
             }
             return o;
         }
@@ -115,6 +157,7 @@ std::optional<std::string> read_file(const std::string& path) {
         }
         if (n == 0) break;
         out.append(buf, size_t(n));
+        if (out.size() > kMaxPoolFileBytes) break;  // load_text refuses it: read no more
     }
     ::close(fd);
     return out;
@@ -124,6 +167,12 @@ std::optional<std::string> read_file(const std::string& path) {
 
 void load_text(Catalog& catalog, const std::string& file_name, const std::string& text) {
     size_t document = 0;
+    if (text.size() > kMaxPoolFileBytes) {
+        catalog.add_problem(file_name, file_name + ": is larger than " +
+                                           std::to_string(kMaxPoolFileBytes >> 20) +
+                                           " MiB (the bound for one pool file)");
+        return;
+    }
     if (ends_with(file_name, ".json")) {
         json doc = json::parse(text, nullptr, false);
         if (doc.is_discarded()) {
@@ -150,7 +199,22 @@ void load_text(Catalog& catalog, const std::string& file_name, const std::string
             break;
         }
         const bool end = yaml_document_get_root_node(&doc) == nullptr;  // the stream's end
-        if (!end) add_document(catalog, file_name, document, to_json(doc, 1, 0));
+        if (!end) {
+            Budget budget;
+            json converted;
+            if (alias_uses(doc) > kMaxPoolFileAliases) {
+                budget.over = "uses more than " + std::to_string(kMaxPoolFileAliases) +
+                              " YAML aliases (the bound for one pool file)";
+            } else {
+                converted = to_json(doc, 1, 0, budget);
+            }
+            if (!budget.over.empty()) {
+                catalog.add_problem(file_name, file_name + ": " + budget.over);
+                yaml_document_delete(&doc);
+                break;
+            }
+            add_document(catalog, file_name, document, converted);
+        }
         yaml_document_delete(&doc);
         if (end) break;
     }
