@@ -231,6 +231,14 @@ Expected<Kubeconfig> parse_kubeconfig(std::string_view text, const std::string& 
         if (!u) return u.error();
         if (auto st = r.user_fields(*u, out); !st) return st.error();
     }
+    // A bearer token or a client key over plain HTTP would travel in clear to whoever is on
+    // the path; kubectl sends them all the same, the helper does not.
+    if (out.server.rfind("http://", 0) == 0 && !(out.token.empty() && out.client_key_pem.empty())) {
+        return make_error(Code::kInvalidConfig,
+                          "kubeconfig " + path + ": the server " + out.server +
+                              " is plain http://, and user " + out.user +
+                              " has credentials that would travel in clear: use https://");
+    }
     return out;
 }
 

@@ -327,6 +327,23 @@ std::string filter_reason(const IpPool& p, Family family, const PodFacts& pod,
     return "";
 }
 
+// A pool not found may be in a file the catalog refused whole (one over a bound, or not YAML):
+// the files it refused, for the error's details ("" when none).
+std::string refused_files(const Catalog& catalog) {
+    // Enough to point at the file; `shmipamctl explain` lists them all.
+    constexpr size_t kShownProblems = 3;
+    std::string out;
+    size_t shown = 0;
+    for (const Problem& p : catalog.problems()) {
+        if (shown++ == kShownProblems) {
+            out += "; ...";
+            break;
+        }
+        out += (out.empty() ? "poolsDir has objects it could not use: " : "; ") + p.message;
+    }
+    return out;
+}
+
 // Spiderpool's ByPoolPriority, as a key compared lexicographically (more is earlier).
 std::tuple<bool, bool, bool, bool, bool, bool> priority(const IpPool& p) {
     return {p.pod_affinity.has_value(),       !p.node_name.empty(),
@@ -352,7 +369,7 @@ std::optional<Error> plan_family(FamilyPlan& plan, const std::vector<std::string
                                            ": spiderippools.spiderpool.spidernet.io \"" + name +
                                            "\" not found in poolsDir"
                                      : "IPPool " + name + " is out of service: " + why,
-                         ""};
+                         why.empty() ? refused_files(catalog) : ""};
         }
         std::string reason = filter_reason(*p, plan.family, pod, config, catalog);
         if (reason.empty()) {

@@ -653,8 +653,14 @@ TEST_F(PoolMode, AnAliasBombFileIsRefusedOnceAndTheGoodPoolsKeepServingQuickly) 
     ASSERT_EQ(::stat(snap.c_str(), &after), 0);
     EXPECT_EQ(before.st_ino, after.st_ino) << "the second ADD used the snapshot, not the files";
     EXPECT_EQ(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
-    // Left: an ADD asking for the bomb's pool answers "not found in poolsDir" without naming the
-    // refused file (the catalog withdraws a name only when its document decoded that far).
+    // An ADD asking for the bomb's pool: not found, and the details name the refused file.
+    const json wants_bomb =
+        config("net", R"({"ipam.spidernet.io/ippool": "{\"ipv4\": [\"bomb\"]}"})");
+    auto refused = run_plugin(env("ADD", "c3"), wants_bomb.dump());
+    EXPECT_EQ(refused.json()["code"], 122) << refused.out;
+    EXPECT_NE(refused.json().value("details", "").find("bomb.yaml: expands to more than"),
+              std::string::npos)
+        << refused.out;
 }
 
 }  // namespace

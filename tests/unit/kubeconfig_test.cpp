@@ -170,6 +170,15 @@ TEST(Kubeconfig, WhatCannotBeUsedIsRefusedNamingTheFileAndWhatIsWrong) {
                    "is empty");
 }
 
+// A token (or a client key) is never sent over plain http://; an anonymous user may be.
+TEST(Kubeconfig, CredentialsOverPlainHttpAreRefused) {
+    const std::string plain = "    server: http://k:8080\n";
+    expect_refused(parse(config(plain, "    token: t\n")), "would travel in clear");
+    auto anonymous = parse("current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n"
+                           "clusters:\n- name: c\n  cluster: {server: 'http://k:8080'}\n");
+    EXPECT_TRUE(anonymous) << anonymous.error().msg;
+}
+
 TEST(Kubeconfig, TheUserNotInUsersIsRefused) {
     auto k = parse("current-context: a\ncontexts:\n- name: a\n  context: {cluster: c, user: x}\n"
                    "clusters:\n- name: c\n  cluster: {server: 'https://k'}\nusers: []\n");
