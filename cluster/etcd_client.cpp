@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "base/unique_id.h"
-#include "cluster/base64.h"
+#include "base/base64.h"
 
 namespace shmipam::cluster {
 
@@ -42,8 +42,8 @@ uint64_t uint_of(const json& j, const char* field) {
 
 KeyValue kv_of(const json& j) {
     KeyValue kv;
-    kv.key = base64_decode(j.value("key", ""));
-    kv.value = base64_decode(j.value("value", ""));
+    kv.key = base::base64_decode(j.value("key", ""));
+    kv.value = base::base64_decode(j.value("value", ""));
     kv.create_revision = int_of(j, "create_revision");
     kv.mod_revision = int_of(j, "mod_revision");
     kv.version = int_of(j, "version");
@@ -219,7 +219,7 @@ Expected<json> parsed(const Expected<std::string>& text, ResponseHeader& header)
 }
 
 Expected<std::optional<KeyValue>> EtcdClient::get(const std::string& key) {
-    auto j = parsed(call("/v3/kv/range", json{{"key", base64_encode(key)}}.dump()), header_);
+    auto j = parsed(call("/v3/kv/range", json{{"key", base::base64_encode(key)}}.dump()), header_);
     if (!j) return j.error();
     if (auto kvs = j->find("kvs"); kvs != j->end() && kvs->is_array() && !kvs->empty()) {
         return std::optional<KeyValue>{kv_of((*kvs)[0])};
@@ -228,8 +228,8 @@ Expected<std::optional<KeyValue>> EtcdClient::get(const std::string& key) {
 }
 
 Expected<std::vector<KeyValue>> EtcdClient::get_prefix(const std::string& prefix) {
-    auto j = parsed(call("/v3/kv/range", json{{"key", base64_encode(prefix)},
-                                              {"range_end", base64_encode(prefix_end(prefix))}}
+    auto j = parsed(call("/v3/kv/range", json{{"key", base::base64_encode(prefix)},
+                                              {"range_end", base::base64_encode(prefix_end(prefix))}}
                                              .dump()),
                     header_);
     if (!j) return j.error();
@@ -242,7 +242,7 @@ Expected<std::vector<KeyValue>> EtcdClient::get_prefix(const std::string& prefix
 
 Expected<int64_t> EtcdClient::put(const std::string& key, const std::string& value) {
     auto j = parsed(call("/v3/kv/put",
-                         json{{"key", base64_encode(key)}, {"value", base64_encode(value)}}.dump()),
+                         json{{"key", base::base64_encode(key)}, {"value", base::base64_encode(value)}}.dump()),
                     header_);
     if (!j) return j.error();
     return header_.revision;
@@ -250,13 +250,13 @@ Expected<int64_t> EtcdClient::put(const std::string& key, const std::string& val
 
 Expected<CreateResult> EtcdClient::create_if_absent(const std::string& key,
                                                     const std::string& value) {
-    const std::string k = base64_encode(key);
+    const std::string k = base::base64_encode(key);
     const json txn{
         {"compare",
          json::array(
              {{{"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}})},
         {"success",
-         json::array({{{"request_put", {{"key", k}, {"value", base64_encode(value)}}}}})},
+         json::array({{{"request_put", {{"key", k}, {"value", base::base64_encode(value)}}}}})},
         {"failure", json::array({{{"request_range", {{"key", k}}}}})}};
     auto j = parsed(call("/v3/kv/txn", txn.dump()), header_);
     if (!j) return j.error();
@@ -301,7 +301,7 @@ Expected<bool> EtcdClient::txn(const std::vector<Compare>& compares,
     json cmp = json::array(), ops = json::array();
     for (const Compare& c : compares) {
         const bool create = c.target == Compare::Target::kCreate;
-        cmp.push_back({{"key", base64_encode(c.key)},
+        cmp.push_back({{"key", base::base64_encode(c.key)},
                        {"target", create ? "CREATE" : "MOD"},
                        {"result", "EQUAL"},
                        {create ? "create_revision" : "mod_revision", std::to_string(c.revision)}});
@@ -309,9 +309,9 @@ Expected<bool> EtcdClient::txn(const std::vector<Compare>& compares,
     for (const Write& w : writes) {
         if (w.value) {
             ops.push_back({{"request_put",
-                            {{"key", base64_encode(w.key)}, {"value", base64_encode(*w.value)}}}});
+                            {{"key", base::base64_encode(w.key)}, {"value", base::base64_encode(*w.value)}}}});
         } else {
-            ops.push_back({{"request_delete_range", {{"key", base64_encode(w.key)}}}});
+            ops.push_back({{"request_delete_range", {{"key", base::base64_encode(w.key)}}}});
         }
     }
     auto j = parsed(call("/v3/kv/txn", json{{"compare", cmp}, {"success", ops}}.dump()), header_);
@@ -320,7 +320,7 @@ Expected<bool> EtcdClient::txn(const std::vector<Compare>& compares,
 }
 
 Expected<bool> EtcdClient::delete_at(const std::string& key, int64_t mod_revision) {
-    const std::string k = base64_encode(key);
+    const std::string k = base::base64_encode(key);
     const json txn{{"compare", json::array({{{"key", k},
                                              {"target", "MOD"},
                                              {"result", "EQUAL"},

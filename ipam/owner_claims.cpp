@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <memory>
 
 #include "engine/addr/fingerprint.h"
@@ -50,12 +51,12 @@ using SetKey = std::pair<std::string, std::string>;  // namespace, set
 std::map<SetKey, pools::SetState> read_sets(const KubernetesApi& api,
                                             const std::vector<OwnedClaim>& claims) {
     protocol::ReadStatefulSets ask{{api.kubeconfig, api.budget_ms}, {}};
-    std::map<SetKey, pools::SetState> out;
+    std::set<SetKey> asked;
     for (const OwnedClaim& c : claims) {
         const SetKey k{c.id.namespace_, c.member.set};
-        if (out.emplace(k, pools::SetState{}).second) ask.sets.push_back({k.first, k.second});
+        if (asked.insert(k).second) ask.sets.push_back({k.first, k.second});
     }
-    out.clear();
+    std::map<SetKey, pools::SetState> out;
     if (ask.sets.empty()) return out;
     auto text = run_helper(kube_helper_path(api), protocol::encode(ask), -1,
                            "ipam.kubernetes.helper");
@@ -124,6 +125,14 @@ void collect(std::vector<OpenState>& opened, size_t state,
     }
 }
 
+// Whether the marker says a walk is due: never walked (empty), older than the period, or ahead
+// of the clock by more than it (a clock set back).
+bool marker_due(const struct stat& st, uint64_t recheck_s) {
+    const time_t now = ::time(nullptr);
+    return st.st_size == 0 || now - st.st_mtime >= time_t(recheck_s) ||
+           st.st_mtime > now + time_t(recheck_s);
+}
+
 // Whether the node's last walk is older than the period; then the marker is touched (under its
 // lock: one walker at a time) and true is returned.
 bool claim_the_walk(const Request& r) {
@@ -132,10 +141,7 @@ bool claim_the_walk(const Request& r) {
     bool due = false;
     struct stat st {};
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &st) == 0) {
-        const time_t now = ::time(nullptr);
-        // A new marker (empty) has never been walked.
-        due = st.st_size == 0 || now - st.st_mtime >= time_t(r.kubernetes->recheck_s) ||
-              st.st_mtime > now + time_t(r.kubernetes->recheck_s);  // a clock set back
+        due = marker_due(st, r.kubernetes->recheck_s);
         if (due) {
             if (st.st_size == 0) (void)!::write(fd, "1", 1);
             (void)::futimens(fd, nullptr);
@@ -147,10 +153,7 @@ bool claim_the_walk(const Request& r) {
 
 bool walk_due(const Request& r) {
     struct stat st {};
-    if (::stat(marker_path(r).c_str(), &st) != 0) return true;
-    const time_t now = ::time(nullptr);
-    return st.st_size == 0 || now - st.st_mtime >= time_t(r.kubernetes->recheck_s) ||
-           st.st_mtime > now + time_t(r.kubernetes->recheck_s);
+    return ::stat(marker_path(r).c_str(), &st) != 0 || marker_due(st, r.kubernetes->recheck_s);
 }
 
 void walk(const Request& r) {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "kube/base64.h"
+#include "base/base64.h"
 #include "kube/yaml_json.h"
 
 namespace shmipam::kube {
@@ -82,7 +82,7 @@ struct Resolver {
         auto data = text(obj, (field + "-data").c_str(), where);
         if (!data) return data.error();
         if (!data->empty()) {
-            auto bytes = base64_decode_strict(*data);
+            auto bytes = base::base64_decode_strict(*data);
             if (!bytes) return bad(where + "'s " + field + "-data is not base64");
             return std::optional<std::string>(std::move(*bytes));
         }

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "cluster/base64.h"
+#include "base/base64.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -147,8 +147,8 @@ TEST_P(Kubeconfig, WritesOneClusterUserAndContextFromTheServiceAccountWithMode06
     const json user = named(k["users"], context["context"]["user"].get<std::string>());
     ASSERT_TRUE(cluster.is_object() && user.is_object()) << k.dump(2);
     EXPECT_EQ(cluster["cluster"]["server"], "https://10.96.0.1:443");
-    EXPECT_EQ(cluster["cluster"]["certificate-authority-data"], cluster::base64_encode(kCa));
-    EXPECT_EQ(cluster::base64_decode(cluster["cluster"]["certificate-authority-data"].get<std::string>()),
+    EXPECT_EQ(cluster["cluster"]["certificate-authority-data"], base::base64_encode(kCa));
+    EXPECT_EQ(base::base64_decode(cluster["cluster"]["certificate-authority-data"].get<std::string>()),
               kCa);
     EXPECT_EQ(user["user"]["token"], "token-one");
     // Nothing but the kubeconfig in its directory (no temporary file left).

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kube/base64.h"
+#include "base/base64.h"
 #include "tests/support/temp_dir.h"
 
 namespace shmipam::kube {
@@ -186,15 +186,15 @@ TEST(Kubeconfig, TheUserNotInUsersIsRefused) {
 }
 
 TEST(KubeBase64, StrictDecodingAcceptsWhatGoAcceptsAndRefusesTheRest) {
-    EXPECT_EQ(base64_decode_strict(""), std::string());
-    EXPECT_EQ(base64_decode_strict("Zg=="), "f");
-    EXPECT_EQ(base64_decode_strict("Zm8="), "fo");
-    EXPECT_EQ(base64_decode_strict("Zm9v"), "foo");
-    EXPECT_EQ(base64_decode_strict("Zm9vYmFy"), "foobar");
-    EXPECT_EQ(base64_decode_strict("Zm9v\nYmFy\r\n"), "foobar") << "line breaks ignored";
-    EXPECT_EQ(base64_decode_strict("AP8="), std::string("\0\xff", 2));
+    EXPECT_EQ(base::base64_decode_strict(""), std::string());
+    EXPECT_EQ(base::base64_decode_strict("Zg=="), "f");
+    EXPECT_EQ(base::base64_decode_strict("Zm8="), "fo");
+    EXPECT_EQ(base::base64_decode_strict("Zm9v"), "foo");
+    EXPECT_EQ(base::base64_decode_strict("Zm9vYmFy"), "foobar");
+    EXPECT_EQ(base::base64_decode_strict("Zm9v\nYmFy\r\n"), "foobar") << "line breaks ignored";
+    EXPECT_EQ(base::base64_decode_strict("AP8="), std::string("\0\xff", 2));
     for (const char* bad : {"Zg", "Zg=", "Zm9", "Z===", "Zg==Zg==", "Zm9v!", "Zm 9v", "=Zm9"}) {
-        EXPECT_FALSE(base64_decode_strict(bad)) << bad;
+        EXPECT_FALSE(base::base64_decode_strict(bad)) << bad;
     }
 }
 

@@ -24,7 +24,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/base64.h"
+#include "base/base64.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -151,7 +151,7 @@ std::string kubeconfig_text(const std::string& server, const ServiceAccount& sa,
     t += "- name: kubernetes\n";
     t += "  cluster:\n";
     t += "    server: \"" + server + "\"\n";
-    t += "    certificate-authority-data: \"" + cluster::base64_encode(sa.ca_pem) + "\"\n";
+    t += "    certificate-authority-data: \"" + base::base64_encode(sa.ca_pem) + "\"\n";
     t += "users:\n";
     t += "- name: shmipam\n";
     t += "  user:\n";

@@ -1,8 +1,8 @@
-#include "cluster/base64.h"
+#include "base/base64.h"
 
 #include <gtest/gtest.h>
 
-namespace shmipam::cluster {
+namespace shmipam::base {
 namespace {
 
 // RFC 4648, section 10.
@@ -29,4 +29,4 @@ TEST(Base64, RoundTripsEveryByte) {
 }
 
 }  // namespace
-}  // namespace shmipam::cluster
+}  // namespace shmipam::base
