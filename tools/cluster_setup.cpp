@@ -2,6 +2,9 @@
 
 #include "base/directory.h"
 #include "cluster/etcd_config.h"
+#include "cluster/fixed_claims.h"
+#include "cluster/pool_registry.h"
+#include "cluster/store_schema.h"
 #include "cluster/node_name.h"
 #include "ipam/pool_config.h"
 #include "tools/verbs/verbs.h"
@@ -74,10 +77,17 @@ Expected<StoreView> read_store(const ClusterSetup& setup) {
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
     StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}, {}};
-    auto all =
-        cluster::BlockStore(*v.etcd, cluster::etcd_prefix(setup.etcd)).all_blocks(&v.unreadable);
+    const std::string prefix = cluster::etcd_prefix(setup.etcd);
+    auto all = cluster::BlockStore(*v.etcd, prefix).all_blocks(&v.unreadable);
     if (!all) return all.error();
     v.blocks = std::move(*all);
+    // The store's layout first: a store of another layout reads as empty, not as this one.
+    if (auto st = cluster::ensure_schema(*v.etcd, prefix); !st) return st.error();
+    // What else does not parse is reported beside the blocks: claims, registrations.
+    auto claims = cluster::FixedClaims(*v.etcd, prefix).everywhere(&v.unreadable);
+    if (!claims) return claims.error();
+    auto pools = cluster::registered_pools(*v.etcd, prefix, &v.unreadable);
+    if (!pools) return pools.error();
     return v;
 }
 
