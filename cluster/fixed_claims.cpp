@@ -78,7 +78,15 @@ Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
     auto kv = etcd_.get(claim_key(pool, key));
     if (!kv) return kv.error();
     if (!*kv) return std::optional<FixedClaim>{};
-    return claim_of(key, **kv);
+    auto c = claim_of(key, **kv);
+    if (!c) {
+        // Neither taken over nor replaced: what it holds is not known to be nobody's.
+        return make_error(Code::kInvalidConfig,
+                          "the fixed claim " + (*kv)->key + " holds " + (*kv)->value +
+                              ", which is not a claim (written by hand or damaged; `shmipamctl "
+                              "cluster ls` lists it): put back the claim or delete the key");
+    }
+    return std::optional<FixedClaim>{c};
 }
 
 Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::string& key,
@@ -186,6 +194,8 @@ Expected<bool> FixedClaims::give_up(const std::string& pool, const std::string& 
                                     const std::string& node,
                                     const std::function<bool()>& unheld_here) {
     auto held = read(pool, key);
+    // A claim that does not parse is not known to be this node's: left for an operator.
+    if (!held && held.error().code == Code::kInvalidConfig) return false;
     if (!held) return held.error();
     if (!*held || (*held)->node != node) return false;
     // Asked after the read, under the node's pool lock: an ADD of the pod on this node has

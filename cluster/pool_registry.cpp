@@ -31,7 +31,8 @@ std::string shape(const Cidr& cidr, int block_prefix) {
 }
 
 const char* kHowToChange =
-    ": every node must cut a pool the same way, and two pools' addresses must not overlap. To "
+    ": every node must cut a pool the same way (the same pool CIDR and ipam.blockSize), and two "
+    "pools' addresses must not overlap. To "
     "change a pool's CIDR or block size, or give a CIDR to another pool: remove the pool from "
     "every node's poolsDir, let its pods go and the nodes' passes give its blocks back, then "
     "`shmipamctl cluster drop-pool --pool NAME --apply` (docs/cluster.md, \"Changing a pool's "
