@@ -2,9 +2,8 @@
 
 #include "base/directory.h"
 #include "cluster/etcd_config.h"
-#include "cluster/fixed_claims.h"
-#include "cluster/pool_registry.h"
 #include "cluster/store_schema.h"
+#include "cluster/store_values.h"
 #include "cluster/node_name.h"
 #include "ipam/pool_config.h"
 #include "tools/verbs/verbs.h"
@@ -78,16 +77,15 @@ Expected<StoreView> read_store(const ClusterSetup& setup) {
     if (!cfg) return cfg.error();
     StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}, {}};
     const std::string prefix = cluster::etcd_prefix(setup.etcd);
-    auto all = cluster::BlockStore(*v.etcd, prefix).all_blocks(&v.unreadable);
+    auto all = cluster::BlockStore(*v.etcd, prefix).all_blocks();
     if (!all) return all.error();
     v.blocks = std::move(*all);
     // The store's layout first: a store of another layout reads as empty, not as this one.
     if (auto st = cluster::ensure_schema(*v.etcd, prefix); !st) return st.error();
-    // What else does not parse is reported beside the blocks: claims, registrations.
-    auto claims = cluster::FixedClaims(*v.etcd, prefix).everywhere(&v.unreadable);
-    if (!claims) return claims.error();
-    auto pools = cluster::registered_pools(*v.etcd, prefix, &v.unreadable);
-    if (!pools) return pools.error();
+    // Every value that is not what its key says, whatever its kind.
+    auto unreadable = cluster::unreadable_values(*v.etcd, prefix);
+    if (!unreadable) return unreadable.error();
+    v.unreadable = std::move(*unreadable);
     return v;
 }
 
