@@ -23,5 +23,8 @@ int cmd_cluster_gc(const CommonOptions&, const ClusterGcOptions&) {
 int cmd_cluster_pass(const CommonOptions&, const ClusterPassOptions&) {
     return absent();
 }
+int cmd_cluster_migrate(const CommonOptions&, const ClusterMigrateOptions&) {
+    return absent();
+}
 
 }  // namespace shmipam::tools
