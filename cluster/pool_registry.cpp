@@ -42,14 +42,13 @@ Status refused(const std::string& why) {
     return make_error(Code::kInvalidConfig, why + kHowToChange);
 }
 
-// The pool a CIDR record names, or "" when it does not parse.
+}  // namespace
+
 std::string pool_of_record(const KeyValue& kv) {
     const json v = json::parse(kv.value, nullptr, false);
     const auto it = v.is_object() ? v.find("pool") : v.end();
     return v.is_object() && it != v.end() && it->is_string() ? it->get<std::string>() : "";
 }
-
-}  // namespace
 
 std::optional<RegisteredPool> parse_meta(const std::string& pool, const std::string& value) {
     const json v = json::parse(value, nullptr, false);

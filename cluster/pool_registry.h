@@ -48,6 +48,9 @@ Expected<std::vector<RegisteredPool>> registered_pools(
 Expected<std::optional<RegisteredPool>> registration(EtcdClient& etcd, const std::string& prefix,
                                                      const std::string& pool);
 
+// The pool a CIDR record names, or "" when it does not parse.
+std::string pool_of_record(const KeyValue& kv);
+
 // A meta value read (the pool named by the caller), or nullopt when it is not one.
 std::optional<RegisteredPool> parse_meta(const std::string& pool, const std::string& value);
 

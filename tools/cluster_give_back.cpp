@@ -162,4 +162,49 @@ Expected<std::optional<PassRow>> give_back_for_waiters(
     return std::optional<PassRow>{};
 }
 
+Expected<std::vector<PassRow>> give_back_withdrawn(const ClusterSetup& setup,
+                                                   cluster::BlockStore& store,
+                                                   cluster::Waiting& waiting,
+                                                   const cluster::NodeFiles& files,
+                                                   const std::string& pool,
+                                                   const std::vector<cluster::Block>& in_store) {
+    std::vector<PassRow> out;
+    std::vector<const cluster::Block*> mine;
+    for (const auto& b : in_store) {
+        if (b.node == setup.node) mine.push_back(&b);
+    }
+    if (mine.empty()) return out;
+    const PoolUse use = pool_use(setup.run_dir, setup.data_dir, pool, mine.front()->cidr.prefix);
+    for (const cluster::Block* b : mine) {
+        auto owned = store.blocks(pool);
+        if (!owned) return owned.error();
+        // No minimum age: no ADD claims in a pool that is not configured; the release still
+        // holds the block's every slot first, so an ADD of a pool file put back meanwhile
+        // cannot take an address in it.
+        const cluster::protocol::ReleaseBlock req{
+            {setup.etcd, pool, setup.node, files.state_dir},
+            b->cidr,
+            use.arenas.empty() ? "" : state_dir_of(setup.run_dir, use.arenas.front()),
+            /*min_age_s=*/0,
+            /*even_last=*/true};
+        Expected<cluster::protocol::ReleaseAnswer> released = cluster::protocol::ReleaseAnswer{};
+        if (use.found == PoolUse::Found::kNone) {
+            released = cluster_helper::release_unused_block(req, store, *owned, [&] {
+                return has_pool_state(setup.run_dir, setup.data_dir, pool);
+            });
+        } else if (use.arenas.size() == 1) {
+            released = cluster_helper::release_block(req, store, *owned);
+        } else {
+            continue;  // a SpiderIPPool and a subnet of one name: the hold covers one arena only
+        }
+        if (!released) return released.error();
+        if (!released->released) continue;  // an address in use or cooling: kept
+        if (auto st = waiting.clear_idle(pool, b->cidr); !st) return st.error();
+        PassRow row{pool, b->cidr.to_string(), PassRow::Action::kGaveBack};
+        row.why = "its pool is no longer configured on this node";
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
 }  // namespace shmipam::tools

@@ -27,4 +27,15 @@ Expected<std::optional<PassRow>> give_back_for_waiters(const ClusterSetup& setup
                                                        const std::string& pool,
                                                        const std::vector<cluster::Block>& in_store);
 
+// A pool no longer configured on the node (its pool file removed): every block of it the node
+// owns with no address in use or cooling is given back, even the last, so that the pool can be
+// dropped from the cluster (docs/cluster.md, "Changing a pool's CIDR or block size"). The
+// caller holds the pool lock and has checked that the node's pool files say so.
+Expected<std::vector<PassRow>> give_back_withdrawn(const ClusterSetup& setup,
+                                                   cluster::BlockStore& store,
+                                                   cluster::Waiting& waiting,
+                                                   const cluster::NodeFiles& files,
+                                                   const std::string& pool,
+                                                   const std::vector<cluster::Block>& in_store);
+
 }  // namespace shmipam::tools

@@ -106,6 +106,7 @@ json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows
             case PassRow::Action::kGaveBack:
                 row["action"] = "gave back";
                 row["waiters"] = r.waiters;
+                if (!r.why.empty()) row["why"] = r.why;
                 break;
             case PassRow::Action::kHealed:
                 row["action"] = "healed";
@@ -137,8 +138,8 @@ std::string cluster_pass_text(const std::string& node, const std::vector<PassRow
             case PassRow::Action::kGaveBack: {
                 std::string who;
                 for (const auto& w : r.waiters) who += (who.empty() ? "" : ", ") + w;
-                out += "gave back " + r.pool + " " + r.block + ": idle, and " + who +
-                       " waited for a block\n";
+                out += "gave back " + r.pool + " " + r.block + ": " +
+                       (who.empty() ? r.why : "idle, and " + who + " waited for a block") + "\n";
                 break;
             }
             case PassRow::Action::kHealed:

@@ -64,7 +64,9 @@ struct PassRow {
     std::string owner;                 // dropped: who owns it in the store now ("" for none)
     std::vector<std::string> waiters;  // gave back: the nodes that waited for a block
     std::string container;             // moved: the sandbox here still using the claim
-    std::string why;  // moved: how the store's claim differs; failed: the pool's error
+    // moved: how the store's claim differs; failed: the pool's error; gave back with no
+    // waiters: why (its pool is no longer configured)
+    std::string why;
 };
 nlohmann::json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows);
 std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows);

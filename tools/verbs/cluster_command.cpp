@@ -84,6 +84,23 @@ void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
     migrate->callback([&common, migrate_options, &exit_code] {
         exit_code = cmd_cluster_migrate(common, *migrate_options);
     });
+
+    auto* drop = cluster->add_subcommand(
+        "drop-pool",
+        "remove a pool from the cluster store (its registration, and what is left of it) once "
+        "no block or fixed claim of it is left, to change its CIDR or block size or give its "
+        "CIDR to another pool (dry run unless --apply)");
+    auto drop_options = std::make_shared<ClusterDropPoolOptions>();
+    add_config_option(*drop, drop_options->config);
+    drop->add_option("--pool", drop_options->pool, "the pool's name")->required();
+    drop->add_flag("--apply", drop_options->apply, "make the changes");
+    drop->add_flag("--force",
+                   drop_options->force,
+                   "also while blocks or fixed claims of the pool are left (only when no node "
+                   "uses an address of it)");
+    drop->callback([&common, drop_options, &exit_code] {
+        exit_code = cmd_cluster_drop_pool(common, *drop_options);
+    });
 }
 
 }  // namespace shmipam::tools

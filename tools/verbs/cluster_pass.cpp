@@ -21,6 +21,7 @@
 #include "cluster/node_files.h"
 #include "cluster/waiting.h"
 #include "engine/recovery/recovery.h"
+#include "pools/pool_dir.h"
 #include "tools/cluster_give_back.h"
 #include "tools/cluster_moved_claims.h"
 #include "tools/cluster_node_use.h"
@@ -37,7 +38,8 @@ namespace {
 // rewritten to what the store gives the node, and what changed.
 Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::BlockStore& store,
                                          cluster::Waiting& waiting, const cluster::NodeFiles& files,
-                                         const std::string& pool, uint64_t lock_wait_ms) {
+                                         const std::string& pool, uint64_t lock_wait_ms,
+                                         bool configured) {
     auto lock = cluster::PoolLock::acquire(files.lock(pool), lock_wait_ms);
     if (!lock) return lock.error();
     auto cached = cluster::read_block_cache(files.block_cache(pool));
@@ -74,6 +76,12 @@ Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::Blo
         if (auto st = cluster::write_block_cache(files.block_cache(pool), mine); !st) {
             return st.error();
         }
+    }
+    if (!configured) {
+        auto given = give_back_withdrawn(setup, store, waiting, files, pool, *in_store);
+        if (!given) return given.error();
+        rows.insert(rows.end(), given->begin(), given->end());
+        return rows;
     }
     if (auto given = give_back_for_waiters(setup, store, waiting, files, pool, *in_store); !given) {
         return given.error();
@@ -150,6 +158,19 @@ Expected<bool> node_files_trusted(const ClusterSetup& setup, const StoreView& vi
             "be adopted into a directory no plugin reads)");
 }
 
+// The names the node's pool files configure (pools and subnets, and those a bad file took out of
+// service: still meant to be there), or nullopt when that cannot be told for sure (no poolsDir,
+// one unreadable, a file that did not decode): then no pool is taken as removed.
+std::optional<std::set<std::string>> configured_names(const ClusterSetup& setup) {
+    if (setup.pools_dir.empty()) return std::nullopt;
+    auto catalog = pools::load_pools_dir(setup.pools_dir);
+    if (!catalog || !catalog->problems().empty()) return std::nullopt;
+    std::set<std::string> out;
+    for (const auto& p : catalog->pools()) out.insert(p.name);
+    for (const auto& s : catalog->subnets()) out.insert(s.name);
+    return out;
+}
+
 // One node pass over every pool the node caches or the store gives it blocks of, and the fixed
 // pools' claims. An error in one pool is that pool's row (kFailed); the others are passed.
 Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
@@ -177,6 +198,7 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
         row.why = e.msg;
         out.push_back(std::move(row));
     };
+    const std::optional<std::set<std::string>> configured = configured_names(setup);
     for (const auto& pool : pools) {
         auto healed = heal_pool_state(setup, pool);
         if (!healed) {
@@ -184,7 +206,8 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
             continue;
         }
         if (*healed) out.push_back(std::move(**healed));
-        auto rows = pass_pool(setup, store, waiting, files, pool, lock_wait_ms);
+        auto rows = pass_pool(setup, store, waiting, files, pool, lock_wait_ms,
+                              !configured || configured->count(pool) != 0);
         if (!rows) {
             failed(pool, rows.error());
             continue;

@@ -97,6 +97,15 @@ struct ClusterMigrateOptions {
     bool remove_v1 = false;  // delete the v1 keys (after the migration)
 };
 int cmd_cluster_migrate(const CommonOptions& common, const ClusterMigrateOptions& o);
+// cluster drop-pool: a pool's registration and keys removed from the store, once no block or
+// fixed claim of it is left (docs/cluster.md, "Changing a pool's CIDR or block size").
+struct ClusterDropPoolOptions {
+    std::string config;  // the network config holding ipam.etcd
+    std::string pool;
+    bool apply = false;
+    bool force = false;  // also while blocks or fixed claims of the pool are left
+};
+int cmd_cluster_drop_pool(const CommonOptions& common, const ClusterDropPoolOptions& o);
 
 // ---- shared by the verbs (common.cpp) ----
 
