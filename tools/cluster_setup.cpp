@@ -1,5 +1,7 @@
 #include "tools/cluster_setup.h"
 
+#include <sstream>
+
 #include "base/directory.h"
 #include "cluster/etcd_config.h"
 #include "cluster/store_schema.h"
@@ -88,6 +90,57 @@ Expected<StoreView> read_store(const ClusterSetup& setup) {
     if (!unreadable) return unreadable.error();
     v.unreadable = std::move(*unreadable);
     return v;
+}
+
+// Node names from a file (or - for stdin): a JSON list of names, a Kubernetes NodeList
+// (`kubectl get nodes -o json`), or one name per line. Anything else is refused, never read
+// as names: a gc with the wrong list releases the blocks of nodes that run.
+Expected<std::set<std::string>> read_live_nodes(const std::string& path) {
+    auto input = read_input(path);
+    if (!input) return input.error();
+    const std::string& text = *input;
+    std::set<std::string> out;
+    const size_t start = text.find_first_not_of(" \t\r\n");
+    const bool looks_json =
+        start != std::string::npos && (text[start] == '{' || text[start] == '[');
+    const auto bad = [](const std::string& why) {
+        return make_error(Code::kDecode,
+                          "--live-nodes: " + why +
+                              " (give a JSON list of names, `kubectl get nodes -o json`, or one "
+                              "name per line)");
+    };
+    if (looks_json) {
+        const json doc = json::parse(text, nullptr, false);
+        if (doc.is_discarded()) return bad("not valid JSON (cut short?)");
+        if (doc.is_array()) {
+            for (const auto& n : doc) {
+                if (!n.is_string()) return bad("a list holding something other than names");
+                out.insert(n.get<std::string>());
+            }
+        } else if (doc.contains("items") && doc["items"].is_array()) {
+            for (const auto& n : doc["items"]) {
+                if (!n.is_object() || !n.contains("metadata") || !n["metadata"].is_object() ||
+                    !n["metadata"].contains("name") || !n["metadata"]["name"].is_string()) {
+                    return bad("an item without metadata.name");
+                }
+                out.insert(n["metadata"]["name"].get<std::string>());
+            }
+        } else {
+            return bad("a JSON object that is not a list of Nodes");
+        }
+    } else {
+        std::istringstream lines(text);
+        for (std::string l; std::getline(lines, l);) {
+            while (!l.empty() && (l.back() == ' ' || l.back() == '\r' || l.back() == '\t')) {
+                l.pop_back();
+            }
+            if (!l.empty()) out.insert(l);
+        }
+    }
+    for (const auto& n : out) {
+        if (!cluster::is_node_name(n)) return bad("\"" + n + "\" is not a node name");
+    }
+    return out;
 }
 
 }  // namespace shmipam::tools

@@ -45,4 +45,8 @@ struct StoreView {
 };
 Expected<StoreView> read_store(const ClusterSetup& setup);
 
+// Node names from a file (or - for stdin): a JSON list of names, a Kubernetes NodeList
+// (`kubectl get nodes -o json`), or one name per line (code 6 for anything else).
+Expected<std::set<std::string>> read_live_nodes(const std::string& path);
+
 }  // namespace shmipam::tools

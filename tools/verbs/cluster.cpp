@@ -43,57 +43,6 @@ std::map<std::string, uint64_t> local_use(const ClusterSetup& s, const std::stri
     return out;
 }
 
-// Node names from a file (or - for stdin): a JSON list of names, a Kubernetes NodeList
-// (`kubectl get nodes -o json`), or one name per line. Anything else is refused, never read
-// as names: a gc with the wrong list releases the blocks of nodes that run.
-Expected<std::set<std::string>> live_nodes(const std::string& path) {
-    auto input = read_input(path);
-    if (!input) return input.error();
-    const std::string& text = *input;
-    std::set<std::string> out;
-    const size_t start = text.find_first_not_of(" \t\r\n");
-    const bool looks_json =
-        start != std::string::npos && (text[start] == '{' || text[start] == '[');
-    const auto bad = [](const std::string& why) {
-        return make_error(Code::kDecode,
-                          "--live-nodes: " + why +
-                              " (give a JSON list of names, `kubectl get nodes -o json`, or one "
-                              "name per line)");
-    };
-    if (looks_json) {
-        const json doc = json::parse(text, nullptr, false);
-        if (doc.is_discarded()) return bad("not valid JSON (cut short?)");
-        if (doc.is_array()) {
-            for (const auto& n : doc) {
-                if (!n.is_string()) return bad("a list holding something other than names");
-                out.insert(n.get<std::string>());
-            }
-        } else if (doc.contains("items") && doc["items"].is_array()) {
-            for (const auto& n : doc["items"]) {
-                if (!n.is_object() || !n.contains("metadata") || !n["metadata"].is_object() ||
-                    !n["metadata"].contains("name") || !n["metadata"]["name"].is_string()) {
-                    return bad("an item without metadata.name");
-                }
-                out.insert(n["metadata"]["name"].get<std::string>());
-            }
-        } else {
-            return bad("a JSON object that is not a list of Nodes");
-        }
-    } else {
-        std::istringstream lines(text);
-        for (std::string l; std::getline(lines, l);) {
-            while (!l.empty() && (l.back() == ' ' || l.back() == '\r' || l.back() == '\t')) {
-                l.pop_back();
-            }
-            if (!l.empty()) out.insert(l);
-        }
-    }
-    for (const auto& n : out) {
-        if (!cluster::is_node_name(n)) return bad("\"" + n + "\" is not a node name");
-    }
-    return out;
-}
-
 // Why a block of a node missing from the list is kept, or "": a block claimed after the list was
 // taken (its owner may have registered since: the list cannot speak for it), or within
 // blockMinAgeS (a node's first blocks while the list is being made). claimedUnixS is the
@@ -274,7 +223,7 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
     auto claims = fixed.everywhere();
     if (!claims) return cannot_read(claims.error());
     const time_t list_taken_at = std::time(nullptr);
-    auto live = live_nodes(o.live_nodes);
+    auto live = read_live_nodes(o.live_nodes);
     if (!live) return cannot_read(live.error());
     if (live->empty()) {
         return cannot_read(
