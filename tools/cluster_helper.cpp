@@ -22,6 +22,7 @@
 #include "cluster/fixed_claims.h"
 #include "cluster/helper_protocol.h"
 #include "cluster/node_files.h"
+#include "cluster/revision_floor.h"
 #include "cluster/waiting.h"
 #include "engine/addr/fingerprint.h"
 #include "engine/ops/allocator.h"
@@ -40,6 +41,9 @@ struct Run {
     const protocol::Scope& scope;
     cluster::NodeFiles files;
     bool marks_unavailable = false;  // set once this run holds the pool lock
+    // Set once the store passed the guards: a run that succeeds remembers the highest revision
+    // it saw (cluster/revision_floor.h).
+    const cluster::EtcdClient* store_seen = nullptr;
 
     int fail(const Error& e) const {
         if (e.code == Code::kUnavailable && marks_unavailable) {
@@ -49,6 +53,12 @@ struct Run {
         return 1;
     }
     int answer(const json& a) const {
+        // Before the answer, so that a caller told "done" finds the revision remembered. A
+        // failed write only leaves an older floor (a weaker guard next time): the op itself
+        // succeeded and is answered.
+        if (store_seen != nullptr) {
+            (void)cluster::raise_revision_floor(scope.state_dir, store_seen->highest_revision());
+        }
         std::cout << a.dump() << "\n";
         return 0;
     }
@@ -297,6 +307,13 @@ int serve(const protocol::Request& req) {
     if (auto st = cluster::check_cluster_id(scope.state_dir, etcd.last_header().cluster_id); !st) {
         return run.fail(st.error());
     }
+    // And whether it went back in time (rebuilt with the same flags, or restored from a
+    // snapshot: the same cluster id), before anything is claimed in it or the cache rewritten.
+    if (auto st = cluster::check_revision_floor(scope.state_dir, etcd.last_header().revision);
+        !st) {
+        return run.fail(st.error());
+    }
+    run.store_seen = &etcd;
     if (const auto* t = std::get_if<protocol::TakeFixed>(&req)) {
         return take_fixed(run, etcd, prefix, *t);
     }

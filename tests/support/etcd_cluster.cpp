@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -23,6 +24,8 @@ namespace shmipam::testing {
 namespace {
 
 constexpr const char* kEtcd = "/usr/bin/etcd";
+// How long a member started again on an empty data directory may take to answer /health.
+constexpr int kRebuildHealthyMs = 20'000;
 
 std::string url(uint16_t port, bool tls = false) {
     return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);
@@ -204,6 +207,22 @@ void EtcdCluster::kill(size_t i) {
 bool EtcdCluster::start(size_t i) {
     if (members_[i].pid > 0) return true;
     return spawn(i, false) && wait_healthy(i, 20'000);
+}
+
+bool EtcdCluster::rebuild_from_nothing() {
+    for (size_t i = 0; i < members_.size(); ++i) kill(i);
+    for (const Member& m : members_) {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_.sub(m.name), ec);
+        if (ec) return false;
+    }
+    for (size_t i = 0; i < members_.size(); ++i) {
+        if (!spawn(i, true)) return false;
+    }
+    for (size_t i = 0; i < members_.size(); ++i) {
+        if (!wait_healthy(i, kRebuildHealthyMs)) return false;
+    }
+    return true;
 }
 
 }  // namespace shmipam::testing

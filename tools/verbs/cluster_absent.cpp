@@ -23,5 +23,8 @@ int cmd_cluster_gc(const CommonOptions&, const ClusterGcOptions&) {
 int cmd_cluster_pass(const CommonOptions&, const ClusterPassOptions&) {
     return absent();
 }
+int cmd_cluster_recover(const CommonOptions&, const ClusterRecoverOptions&) {
+    return absent();
+}
 
 }  // namespace shmipam::tools
