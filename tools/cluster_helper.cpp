@@ -41,11 +41,22 @@ struct Run {
     const protocol::Scope& scope;
     cluster::NodeFiles files;
     bool marks_unavailable = false;  // set once this run holds the pool lock
-    // Set once the store passed the guards: a run that succeeds remembers the highest revision
-    // it saw (cluster/revision_floor.h).
+    // Set once the store passed the guards: the run then remembers the highest revision it saw
+    // (cluster/revision_floor.h).
     const cluster::EtcdClient* store_seen = nullptr;
 
+    // Every revision this run saw is the store's own (it passed the guard first), so the node
+    // remembers the highest whether the op succeeded or not: a write the op made before
+    // failing (a block claimed, its cache write failed) is then under the floor too, and a
+    // store restored to before it is caught. A failed write only leaves an older floor (a
+    // weaker guard next time): the op's own answer stands.
+    void remember_revision() const {
+        if (store_seen != nullptr) {
+            (void)cluster::raise_revision_floor(scope.state_dir, store_seen->highest_revision());
+        }
+    }
     int fail(const Error& e) const {
+        remember_revision();
         if (e.code == Code::kUnavailable && marks_unavailable) {
             cluster::touch(files.unavailable(scope.pool), e.msg + "\n");
         }
@@ -53,12 +64,7 @@ struct Run {
         return 1;
     }
     int answer(const json& a) const {
-        // Before the answer, so that a caller told "done" finds the revision remembered. A
-        // failed write only leaves an older floor (a weaker guard next time): the op itself
-        // succeeded and is answered.
-        if (store_seen != nullptr) {
-            (void)cluster::raise_revision_floor(scope.state_dir, store_seen->highest_revision());
-        }
+        remember_revision();  // before the answer: a caller told "done" finds it remembered
         std::cout << a.dump() << "\n";
         return 0;
     }

@@ -162,6 +162,7 @@ Expected<RecoverReport> recover_node(const ClusterSetup& setup, bool apply) {
     RecoverReport report;
     report.node = setup.node;
     const uint64_t cluster_id = etcd.last_header().cluster_id;
+    report.store_revision = etcd.highest_revision();
     if (auto floor = cluster::remembered_revision(dir); floor) {
         report.remembered_revision = *floor;
         report.floor_ahead = *floor > etcd.highest_revision();
@@ -198,8 +199,8 @@ Expected<RecoverReport> recover_node(const ClusterSetup& setup, bool apply) {
             return st.error();
         }
         report.accepted = true;
+        report.accepted_revision = etcd.highest_revision();
     }
-    report.store_revision = etcd.highest_revision();
     return report;
 }
 

@@ -32,7 +32,8 @@ struct RecoverRow {
 struct RecoverReport {
     std::string node;
     std::vector<RecoverRow> rows;
-    int64_t store_revision = 0;       // the highest revision the store answered with
+    int64_t store_revision = 0;       // the store's revision when first read (before changes)
+    int64_t accepted_revision = 0;    // accepted: the revision the node remembers now
     int64_t remembered_revision = 0;  // the node's floor before (0: none)
     std::string floor_problem;        // the floor file could not be read (recovery rewrites it)
     bool floor_ahead = false;         // the store is behind the node: it went back in time

@@ -38,6 +38,7 @@ nlohmann::json cluster_recover_json(const RecoverReport& r, bool applied) {
             {"clusterIdChanged", r.id_changed},
             {"floorProblem", r.floor_problem},
             {"accepted", r.accepted},
+            {"acceptedRevision", r.accepted_revision},
             {"rows", rows}};
 }
 
@@ -56,7 +57,8 @@ std::string cluster_recover_text(const RecoverReport& r, bool applied) {
     const size_t conflicts =
         r.count(RecoverRow::Outcome::kConflict) + r.count(RecoverRow::Outcome::kCannot);
     if (applied && r.accepted) {
-        out += "accepted the store: this node's helpers claim from it again\n";
+        out += "accepted the store at revision " + std::to_string(r.accepted_revision) +
+               ": this node's helpers claim from it again\n";
     } else if (applied) {
         out += std::to_string(conflicts) +
                " left undone: the store is not accepted, this node's helpers stay refused "
