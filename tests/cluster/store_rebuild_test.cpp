@@ -23,6 +23,8 @@ namespace {
 
 // More ADDs than a /28 block holds: the node's next ADD after them needs a block, so the store.
 constexpr int kAddsToNeedTheStore = 40;
+// With two ADDs made already, enough more that a node needs a second /28 block.
+constexpr int kPodsForTwoBlocks = 20;
 
 class StoreRebuild : public SimulatedNodes {
   protected:
@@ -214,6 +216,65 @@ TEST_F(StoreRebuild, RecoverRefusesABlockAnotherNodeClaimedInTheNewStoreAndNames
     auto refused = add_until_refused(0, "after");
     ASSERT_TRUE(refused);
     EXPECT_TRUE(says_went_back(*refused)) << refused->out;
+}
+
+// A restore loses what was claimed after the snapshot, with the same cluster id: the nodes that
+// claimed since refuse the store, and their recovery puts those blocks back.
+TEST_F(StoreRebuild, AStoreRestoredFromASnapshotIsRefusedAndRecoverPutsBackWhatCameAfter) {
+    std::vector<std::string> served;
+    for (int p = 0; p < 2; ++p) {
+        auto r = add(0, "early" + std::to_string(p));
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        served.push_back(address(r));
+    }
+    ASSERT_EQ(store_blocks().size(), 1u);
+    ASSERT_TRUE(etcd->save_snapshot(dir.sub("snap.db")));
+    // After the snapshot: node 0 needs a second block, node 1 claims its first.
+    for (int p = 0; p < kPodsForTwoBlocks; ++p) {
+        auto r = add(0, "late" + std::to_string(p));
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        served.push_back(address(r));
+    }
+    for (int p = 0; p < 2; ++p) {
+        auto r = add(1, "one" + std::to_string(p));
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        served.push_back(address(r));
+    }
+    ASSERT_EQ(blocks_of(store_blocks(), "node-0"), 2u);
+    ASSERT_TRUE(etcd->restore_snapshot(dir.sub("snap.db")));
+    ASSERT_EQ(store_blocks().size(), 1u) << "the store as at the snapshot";
+    for (int n : {0, 1}) {
+        std::vector<std::string> more;
+        auto refused = add_until_refused(n, "restored", &more);
+        ASSERT_TRUE(refused) << "node " << n << " claimed from the restored store";
+        EXPECT_TRUE(says_went_back(*refused)) << refused->out << refused->err;
+        served.insert(served.end(), more.begin(), more.end());
+    }
+    EXPECT_EQ(store_blocks().size(), 1u) << "nothing was claimed in the restored store";
+    for (int n : {0, 1}) {
+        auto r = recover(n, true);
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        EXPECT_NE(r.out.find("re-created shared block"), std::string::npos) << r.out;
+    }
+    const auto blocks = store_blocks();
+    EXPECT_EQ(blocks_of(blocks, "node-0"), 2u);
+    EXPECT_EQ(blocks_of(blocks, "node-1"), 1u);
+    for (int n : {0, 1, 2}) {
+        for (int p = 0; p < 20; ++p) {
+            auto r = add(n, "after" + std::to_string(n) + "-" + std::to_string(p));
+            ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+            served.push_back(address(r));
+        }
+    }
+    std::set<std::string> distinct(served.begin(), served.end());
+    EXPECT_EQ(distinct.size(), served.size()) << "an address was given twice";
+    for (int n : {0, 1, 2}) {
+        auto ls = run_ctl({"cluster", "ls", "--config", conf_file(n)});
+        EXPECT_EQ(ls.exit_code, 0) << ls.out << ls.err;
+        auto v = run_ctl(
+            {"--run-dir", dir.sub("node-" + std::to_string(n) + "/run"), "verify", "pool/shared"});
+        EXPECT_EQ(v.exit_code, 0) << v.out;
+    }
 }
 
 TEST_F(StoreRebuild, RecoverExitsTwoOnBadInputBeforeAnyChange) {

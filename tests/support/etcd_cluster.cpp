@@ -24,6 +24,7 @@ namespace shmipam::testing {
 namespace {
 
 constexpr const char* kEtcd = "/usr/bin/etcd";
+constexpr const char* kEtcdctl = "/usr/bin/etcdctl";
 // How long a member started again on an empty data directory may take to answer /health.
 constexpr int kRebuildHealthyMs = 20'000;
 
@@ -215,6 +216,41 @@ bool EtcdCluster::rebuild_from_nothing() {
         std::error_code ec;
         std::filesystem::remove_all(dir_.sub(m.name), ec);
         if (ec) return false;
+    }
+    for (size_t i = 0; i < members_.size(); ++i) {
+        if (!spawn(i, true)) return false;
+    }
+    for (size_t i = 0; i < members_.size(); ++i) {
+        if (!wait_healthy(i, kRebuildHealthyMs)) return false;
+    }
+    return true;
+}
+
+bool EtcdCluster::save_snapshot(const std::string& file) const {
+    if (tls_) return false;  // not needed by any test: the TLS flags are not passed
+    const std::string cmd = std::string("ETCDCTL_API=3 ") + kEtcdctl +
+                            " --endpoints=" + client_url(0) + " snapshot save " + file + " >>" +
+                            dir_.sub("snapshot.log") + " 2>&1";
+    return std::system(cmd.c_str()) == 0;
+}
+
+bool EtcdCluster::restore_snapshot(const std::string& file) {
+    std::string initial_cluster;
+    for (const Member& o : members_) {
+        initial_cluster += (initial_cluster.empty() ? "" : ",") + o.name + "=" + url(o.peer_port);
+    }
+    for (size_t i = 0; i < members_.size(); ++i) kill(i);
+    for (const Member& m : members_) {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_.sub(m.name), ec);
+        if (ec) return false;
+        const std::string cmd = std::string("ETCDCTL_API=3 ") + kEtcdctl + " snapshot restore " +
+                                file + " --name=" + m.name + " --data-dir=" + dir_.sub(m.name) +
+                                " --initial-cluster=" + initial_cluster +
+                                " --initial-cluster-token=" + token_ +
+                                " --initial-advertise-peer-urls=" + url(m.peer_port) + " >>" +
+                                dir_.sub("snapshot.log") + " 2>&1";
+        if (std::system(cmd.c_str()) != 0) return false;
     }
     for (size_t i = 0; i < members_.size(); ++i) {
         if (!spawn(i, true)) return false;

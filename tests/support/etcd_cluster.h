@@ -49,6 +49,11 @@ class EtcdCluster {
     // cluster with the same flags (so etcd answers with the same cluster id, an empty store and
     // its revision back at 1). True once every member answers /health.
     bool rebuild_from_nothing();
+    // etcdctl snapshot save from member 0 into `file`; then, as an operator restoring it, every
+    // member killed and its data directory restored from the file with the same flags (the same
+    // cluster id), all started again. True once every member answers /health.
+    bool save_snapshot(const std::string& file) const;
+    bool restore_snapshot(const std::string& file);
 
   private:
     struct Member {
