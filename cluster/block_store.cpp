@@ -5,6 +5,8 @@
 #include <set>
 
 #include "cluster/key_schema.h"
+#include "cluster/node_name.h"
+#include "cluster/pool_registry.h"
 #include "engine/addr/fingerprint.h"
 
 namespace shmipam::cluster {
@@ -13,26 +15,32 @@ using engine::Cidr;
 using engine::IpAddress;
 using nlohmann::json;
 
-std::optional<Block> BlockStore::parse(const KeyValue& kv) {
+std::optional<Block> BlockStore::parse(const KeyValue& kv, const std::optional<Geometry>& g) {
     const size_t slash = kv.key.rfind('/');
     auto cidr = keys::block_of_name(kv.key.substr(slash == std::string::npos ? 0 : slash + 1));
     const json v = json::parse(kv.value, nullptr, false);
-    if (!cidr || !v.is_object()) return std::nullopt;
-    // A field of another type reads as absent (a value written by hand): never a throw.
-    const auto text = [&](const char* k) {
-        const auto it = v.find(k);
-        return it != v.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    const auto claimed = v.find("claimedUnixS");
+    if (!cidr || cidr->has_host_bits() || !v.is_object()) return std::nullopt;
+    // A block of another size than the pool's, or outside it, is never read as one: a node
+    // would allocate addresses another node's block holds (a hand-written "10.1.0.0-16").
+    if (g && (cidr->prefix != g->block_prefix || cidr->address.family != g->pool_cidr.address.family ||
+              !g->pool_cidr.contains(cidr->address))) {
+        return std::nullopt;
+    }
+    // Every field of its type: a value written by hand or damaged is skipped and reported, never
+    // read with a default (an owner "" would be nobody's block) and never a throw.
     const auto node = v.find("node");
-    if (node == v.end() || !node->is_string()) return std::nullopt;  // whose it is, unreadable
+    const auto nonce_field = v.find("nonce");
+    const auto claimed = v.find("claimedUnixS");
+    if (node == v.end() || !node->is_string() || !is_node_name(node->get<std::string>()) ||
+        nonce_field == v.end() || !nonce_field->is_string() || claimed == v.end() ||
+        !claimed->is_number_unsigned()) {
+        return std::nullopt;
+    }
     Block b;
     b.cidr = *cidr;
-    b.node = text("node");
-    b.nonce = text("nonce");
-    b.claimed_unix_s = claimed != v.end() && claimed->is_number_unsigned()
-                           ? claimed->get<uint64_t>()
-                           : uint64_t{0};
+    b.node = node->get<std::string>();
+    b.nonce = nonce_field->get<std::string>();
+    b.claimed_unix_s = claimed->get<uint64_t>();
     b.mod_revision = kv.mod_revision;
     return b;
 }
@@ -41,12 +49,19 @@ std::string BlockStore::key_of(const std::string& pool, const Cidr& block) const
     return keys::block(prefix_, pool, block);
 }
 
-Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool) {
+Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool,
+                                                std::vector<std::string>* unreadable) {
+    auto g = geometry(pool);
+    if (!g) return g.error();
     auto kvs = etcd_.get_prefix(keys::blocks(prefix_, pool));
     if (!kvs) return kvs.error();
     std::vector<Block> out;
     for (const KeyValue& kv : *kvs) {
-        if (auto b = parse(kv)) out.push_back(*b);
+        if (auto b = parse(kv, *g)) {
+            out.push_back(*b);
+        } else if (unreadable != nullptr) {
+            unreadable->push_back(kv.key);
+        }
     }
     return out;
 }
@@ -55,12 +70,19 @@ Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks(
     std::vector<std::string>* unreadable) {
     auto kvs = etcd_.get_prefix(keys::pools(prefix_));
     if (!kvs) return kvs.error();
+    // Each pool's geometry first (its meta sorts after its blocks), to read its blocks by.
+    std::map<std::string, std::optional<Geometry>> geometry_of;
+    for (const KeyValue& kv : *kvs) {
+        auto k = keys::split(prefix_, kv.key, keys::kMeta);
+        if (k && k->rest.empty()) geometry_of[k->pool] = parse_geometry(kv);
+    }
     std::map<std::string, std::vector<Block>> out;
     for (const KeyValue& kv : *kvs) {
         // The pools' meta keys, claims and addresses are not blocks.
         auto k = keys::split(prefix_, kv.key, keys::kBlocks);
         if (!k) continue;
-        if (auto b = parse(kv)) {
+        const auto g = geometry_of.find(k->pool);
+        if (auto b = parse(kv, g == geometry_of.end() ? std::nullopt : g->second)) {
             out[k->pool].push_back(*b);
         } else if (unreadable != nullptr) {
             unreadable->push_back(kv.key);
@@ -92,21 +114,7 @@ std::vector<Cidr> BlockStore::claim_order(const Cidr& pool_cidr, int block_prefi
 
 Status BlockStore::check_geometry(const std::string& pool, const Cidr& pool_cidr,
                                   int block_prefix) {
-    const json meta{{"cidr", Cidr{pool_cidr.network(), pool_cidr.prefix}.to_string()},
-                    {"blockPrefix", block_prefix}};
-    auto r = etcd_.create_if_absent(keys::meta(prefix_, pool), meta.dump());
-    if (!r) return r.error();
-    if (r->created || !r->held) return Ok{};
-    const json held = json::parse(r->held->value, nullptr, false);
-    if (held.is_object() && held.value("cidr", "") == meta["cidr"] &&
-        held.value("blockPrefix", 0) == block_prefix) {
-        return Ok{};
-    }
-    return make_error(Code::kInvalidConfig,
-                      "pool " + pool + " is cut as " + r->held->value +
-                          " in the cluster, and this node asks for " + meta.dump() +
-                          ": every node must use the same pool CIDR and blockSize (blocks of "
-                          "two sizes would overlap)");
+    return register_pool(etcd_, prefix_, pool, pool_cidr, block_prefix);
 }
 
 Expected<std::optional<BlockStore::Geometry>> BlockStore::geometry(const std::string& pool) {
@@ -117,16 +125,9 @@ Expected<std::optional<BlockStore::Geometry>> BlockStore::geometry(const std::st
 }
 
 std::optional<BlockStore::Geometry> BlockStore::parse_geometry(const KeyValue& kv) {
-    const json v = json::parse(kv.value, nullptr, false);
-    const auto cidr = v.is_object() ? v.find("cidr") : v.end();
-    const auto prefix = v.is_object() ? v.find("blockPrefix") : v.end();
-    if (!v.is_object() || cidr == v.end() || !cidr->is_string() || prefix == v.end() ||
-        !prefix->is_number_integer()) {
-        return std::nullopt;
-    }
-    auto c = Cidr::parse(cidr->get<std::string>());
-    if (!c) return std::nullopt;
-    return Geometry{*c, prefix->get<int>()};
+    auto m = parse_meta("", kv.value);
+    if (!m) return std::nullopt;
+    return Geometry{m->cidr, m->block_prefix};
 }
 
 Expected<std::optional<Block>> BlockStore::try_claim(const std::string& pool, const Cidr& block,
@@ -136,7 +137,7 @@ Expected<std::optional<Block>> BlockStore::try_claim(const std::string& pool, co
     auto r = etcd_.create_if_absent(key_of(pool, block), value.dump());
     if (!r) return r.error();
     if (!r->created) {
-        if (r->held) return parse(*r->held);  // somebody's (maybe ours, from before)
+        if (r->held) return parse(*r->held, std::nullopt);  // somebody's (maybe ours, before)
         return std::optional<Block>{};
     }
     Block b;
@@ -155,17 +156,24 @@ Expected<std::optional<Block>> BlockStore::claim_next(
     auto owned = blocks(pool);
     if (!owned) return owned.error();
     size_t mine = 0;
-    std::vector<bool> taken;
     for (const Block& b : *owned) mine += b.node == node;
     if (mine >= max_blocks) {
         if (at_cap != nullptr) *at_cap = true;
         return std::optional<Block>{};
     }
-    std::set<std::pair<int, engine::u128>> known;
-    for (const Block& b : *owned)
-        known.insert({int(b.cidr.address.family), b.cidr.network().value});
+    // A block overlapping one the store holds is taken, whatever the sizes (blocks are all of
+    // the registered size, but a block's size is never trusted to say what it covers).
+    const auto taken = [&](const Cidr& c) {
+        for (const Block& b : *owned) {
+            if (b.cidr.address.family == c.address.family &&
+                (b.cidr.contains(c.network()) || c.contains(b.cidr.network()))) {
+                return true;
+            }
+        }
+        return false;
+    };
     for (const Cidr& c : claim_order(pool_cidr, block_prefix, node)) {
-        if (known.count({int(c.address.family), c.network().value}) != 0) continue;
+        if (taken(c)) continue;
         if (worth && !worth(c)) continue;  // no allocatable address in it
         auto got = try_claim(pool, c, node);
         if (!got) return got.error();

@@ -36,8 +36,11 @@ class BlockStore {
   public:
     BlockStore(EtcdClient& etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
 
-    // Every block of the pool that some node owns.
-    Expected<std::vector<Block>> blocks(const std::string& pool);
+    // Every block of the pool that some node owns. A value that is not a block of the pool (a
+    // field missing or of another type, a key that does not parse, a block of another size than
+    // the pool's registration or outside its CIDR) is skipped: its key goes to `unreadable`.
+    Expected<std::vector<Block>> blocks(const std::string& pool,
+                                        std::vector<std::string>* unreadable = nullptr);
     // Every owned block of every pool, by pool (the operator's view: shmipamctl cluster).
     // `unreadable` (if given) gets the keys of values that are not a block (skipped).
     Expected<std::map<std::string, std::vector<Block>>> all_blocks(
@@ -54,9 +57,9 @@ class BlockStore {
         const std::string& pool, const engine::Cidr& pool_cidr, int block_prefix,
         const std::string& node, size_t max_blocks, bool* at_cap = nullptr,
         const std::function<bool(const engine::Cidr&)>& worth = {});
-    // Every node must cut a pool the same way: the first to claim records the pool's CIDR and
-    // block prefix (<prefix>/v1/pools/<pool>/meta); a node asking for another is refused
-    // (code 7), since blocks of two sizes would overlap.
+    // Every node must cut a pool the same way, and no two pools' CIDRs may overlap: the first
+    // to claim registers the pool (cluster/pool_registry.h); a node asking for another CIDR or
+    // block size, or a CIDR overlapping another pool's, is refused (code 7).
     Status check_geometry(const std::string& pool, const engine::Cidr& pool_cidr, int block_prefix);
     // The pool's CIDR and block prefix as its first claim recorded them; nullopt when none is
     // recorded (no block was ever claimed) or the record cannot be read.
@@ -65,9 +68,9 @@ class BlockStore {
         int block_prefix = 0;
     };
     Expected<std::optional<Geometry>> geometry(const std::string& pool);
-    // A block key's value read as a block / the meta key's as the geometry (nullopt when it is
-    // not one).
-    static std::optional<Block> parse(const KeyValue& kv);
+    // A block key's value read as a block of a pool cut as `g` (when known) / the meta key's as
+    // the geometry (nullopt when it is not one).
+    static std::optional<Block> parse(const KeyValue& kv, const std::optional<Geometry>& g);
     static std::optional<Geometry> parse_geometry(const KeyValue& kv);
     // Claims the block holding `address` for `node`, as Calico's AssignIP does: the block (ours
     // already, or claimed now), or an error naming the node that owns it (code 101). A new block

@@ -242,6 +242,18 @@ Expected<std::vector<KeyValue>> EtcdClient::get_prefix(const std::string& prefix
     return out;
 }
 
+Expected<bool> EtcdClient::any_under(const std::string& prefix) {
+    auto j = parsed(call("/v3/kv/range", json{{"key", base::base64_encode(prefix)},
+                                              {"range_end", base::base64_encode(prefix_end(prefix))},
+                                              {"limit", 1},
+                                              {"keys_only", true}}
+                                             .dump()),
+                    header_);
+    if (!j) return j.error();
+    const auto kvs = j->find("kvs");
+    return kvs != j->end() && kvs->is_array() && !kvs->empty();
+}
+
 Expected<int64_t> EtcdClient::put(const std::string& key, const std::string& value) {
     auto j = parsed(call("/v3/kv/put",
                          json{{"key", base::base64_encode(key)}, {"value", base::base64_encode(value)}}.dump()),
@@ -303,17 +315,23 @@ Expected<bool> EtcdClient::txn(const std::vector<Compare>& compares,
     json cmp = json::array(), ops = json::array();
     for (const Compare& c : compares) {
         const bool create = c.target == Compare::Target::kCreate;
-        cmp.push_back({{"key", base::base64_encode(c.key)},
-                       {"target", create ? "CREATE" : "MOD"},
-                       {"result", "EQUAL"},
-                       {create ? "create_revision" : "mod_revision", std::to_string(c.revision)}});
+        json one{{"key", base::base64_encode(c.key)},
+                 {"target", create ? "CREATE" : "MOD"},
+                 {"result", "EQUAL"},
+                 {create ? "create_revision" : "mod_revision", std::to_string(c.revision)}};
+        // Over a range, every key in it must compare so; a range with no key compares as one
+        // absent key (create revision 0): "no key under the prefix".
+        if (c.whole_prefix) one["range_end"] = base::base64_encode(prefix_end(c.key));
+        cmp.push_back(std::move(one));
     }
     for (const Write& w : writes) {
         if (w.value) {
             ops.push_back({{"request_put",
                             {{"key", base::base64_encode(w.key)}, {"value", base::base64_encode(*w.value)}}}});
         } else {
-            ops.push_back({{"request_delete_range", {{"key", base::base64_encode(w.key)}}}});
+            json range{{"key", base::base64_encode(w.key)}};
+            if (w.whole_prefix) range["range_end"] = base::base64_encode(prefix_end(w.key));
+            ops.push_back({{"request_delete_range", range}});
         }
     }
     auto j = parsed(call("/v3/kv/txn", json{{"compare", cmp}, {"success", ops}}.dump()), header_);

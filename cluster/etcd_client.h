@@ -59,6 +59,8 @@ class EtcdClient {
 
     Expected<std::optional<KeyValue>> get(const std::string& key);
     Expected<std::vector<KeyValue>> get_prefix(const std::string& prefix);
+    // Whether any key starts with `prefix` (one key read, without its value).
+    Expected<bool> any_under(const std::string& prefix);
     Expected<int64_t> put(const std::string& key, const std::string& value);
     // One transaction: if the key does not exist, put it; else read it.
     Expected<CreateResult> create_if_absent(const std::string& key, const std::string& value);
@@ -72,10 +74,12 @@ class EtcdClient {
         std::string key;
         enum class Target { kCreate, kMod } target = Target::kCreate;
         int64_t revision = 0;
+        bool whole_prefix = false;  // every key starting with `key` (kCreate 0: none exists)
     };
     struct Write {
         std::string key;
         std::optional<std::string> value;  // nullopt: delete the key
+        bool whole_prefix = false;         // a delete of every key starting with `key`
     };
     Expected<bool> txn(const std::vector<Compare>& compares, const std::vector<Write>& writes);
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/key_schema.h"
+#include "cluster/node_name.h"
 
 namespace shmipam::cluster {
 
@@ -10,12 +11,45 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<FixedClaim> claim_of(const std::string& key, const KeyValue& kv) {
+// A claim's value as it is stored.
+json value_of(const engine::IpAddress& a, const std::string& node, uint64_t keep_idle,
+              uint64_t idle_since_unix_s = 0) {
+    json v{{"address", a.to_string()}, {"node", node}, {"nonce", nonce()}, {"keepIdle", keep_idle}};
+    if (idle_since_unix_s != 0) v["idleSinceUnixS"] = idle_since_unix_s;
+    return v;
+}
+
+}  // namespace
+
+std::optional<FixedClaim> parse_fixed_claim(const std::string& key, const KeyValue& kv) {
     const json v = json::parse(kv.value, nullptr, false);
-    if (!v.is_object()) return std::nullopt;
-    auto a = engine::IpAddress::parse(v.value("address", ""));
-    if (!a) return std::nullopt;
-    return FixedClaim{key, *a, v.value("node", ""), kv.mod_revision};
+    if (!v.is_object() || key.empty() || key.find('/') == std::string::npos) return std::nullopt;
+    // Every field of its type: a value written by hand or damaged is skipped and reported
+    // (cluster ls), never read with a default and never a throw.
+    const auto text = [&](const char* k) -> std::optional<std::string> {
+        const auto it = v.find(k);
+        if (it == v.end() || !it->is_string()) return std::nullopt;
+        return it->get<std::string>();
+    };
+    const auto number = [&](const char* k) -> std::optional<uint64_t> {
+        const auto it = v.find(k);
+        if (it == v.end() || !it->is_number_unsigned()) return std::nullopt;
+        return it->get<uint64_t>();
+    };
+    const auto address = text("address");
+    const auto node = text("node");
+    const auto keep_idle = number("keepIdle");
+    auto a = address ? engine::IpAddress::parse(*address) : std::nullopt;
+    if (!a || !node || !is_node_name(*node) || !text("nonce") || !keep_idle) return std::nullopt;
+    if (v.contains("idleSinceUnixS") && !number("idleSinceUnixS")) return std::nullopt;
+    return FixedClaim{key, *a, *node, kv.mod_revision, *keep_idle,
+                      number("idleSinceUnixS").value_or(0)};
+}
+
+namespace {
+
+std::optional<FixedClaim> claim_of(const std::string& key, const KeyValue& kv) {
+    return parse_fixed_claim(key, kv);
 }
 
 // Whether an address record (`{"claim": "<claim key>"}`) names the claim `key`; a value of
@@ -44,12 +78,21 @@ Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
     auto kv = etcd_.get(claim_key(pool, key));
     if (!kv) return kv.error();
     if (!*kv) return std::optional<FixedClaim>{};
-    return claim_of(key, **kv);
+    auto c = claim_of(key, **kv);
+    if (!c) {
+        // Neither taken over nor replaced: what it holds is not known to be nobody's.
+        return make_error(Code::kInvalidConfig,
+                          "the fixed claim " + (*kv)->key + " holds " + (*kv)->value +
+                              ", which is not a claim (written by hand or damaged; `shmipamctl "
+                              "cluster ls` lists it): put back the claim or delete the key");
+    }
+    return std::optional<FixedClaim>{c};
 }
 
 Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::string& key,
-                                       const std::string& node, const Pick& pick,
-                                       std::string* moved_from, const Usable& usable) {
+                                       const std::string& node, uint64_t keep_idle,
+                                       const Pick& pick, std::string* moved_from,
+                                       const Usable& usable) {
     // An address record naming this claim, seen by the previous pass's listing.
     std::optional<std::pair<engine::IpAddress, int64_t>> named_ours;
     for (int attempt = 0; attempt < kTries; ++attempt) {
@@ -63,27 +106,39 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
             if (!gone) return gone.error();
             continue;
         }
-        if (*held && (*held)->node == node) return **held;
+        if (*held && (*held)->node == node) {
+            if ((*held)->keep_idle == keep_idle && (*held)->idle_since_unix_s == 0) return **held;
+            // In use again, under the policy the pod asks for now: rewritten at the revision read.
+            FixedClaim c = **held;
+            auto done = etcd_.txn(
+                {{claim_key(pool, key), EtcdClient::Compare::Target::kMod, c.mod_revision}},
+                {{claim_key(pool, key), value_of(c.address, node, keep_idle).dump()}});
+            if (!done) return done.error();
+            if (!*done) continue;
+            c.keep_idle = keep_idle;
+            c.idle_since_unix_s = 0;
+            c.mod_revision = etcd_.last_header().revision;
+            return c;
+        }
         if (!*held && named_ours) {
             // The listing named this claim and the claim is still absent: an address record
             // whose claim was deleted alone (by hand). The claim is created on it, if the
             // record is unchanged since; else the next pass looks afresh.
             const auto [a, revision] = *named_ours;
             named_ours.reset();
-            const json v{{"address", a.to_string()}, {"node", node}, {"nonce", nonce()}};
+            const json v = value_of(a, node, keep_idle);
             auto done =
                 etcd_.txn({{claim_key(pool, key), EtcdClient::Compare::Target::kCreate, 0},
                            {address_key(pool, a), EtcdClient::Compare::Target::kMod, revision}},
                           {{claim_key(pool, key), v.dump()}});
             if (!done) return done.error();
-            if (*done) return FixedClaim{key, a, node, etcd_.last_header().revision};
+            if (*done) return FixedClaim{key, a, node, etcd_.last_header().revision, keep_idle};
             continue;
         }
         if (*held) {
             // Another node's: taken over at the revision read (a node that took it meanwhile
             // makes this fail, and the next pass sees whose it is now).
-            const json v{
-                {"address", (*held)->address.to_string()}, {"node", node}, {"nonce", nonce()}};
+            const json v = value_of((*held)->address, node, keep_idle);
             auto done = etcd_.txn(
                 {{claim_key(pool, key), EtcdClient::Compare::Target::kMod, (*held)->mod_revision}},
                 {{claim_key(pool, key), v.dump()}});
@@ -92,6 +147,8 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
                 if (moved_from != nullptr) *moved_from = (*held)->node;
                 FixedClaim c = **held;
                 c.node = node;
+                c.keep_idle = keep_idle;
+                c.idle_since_unix_s = 0;
                 c.mod_revision = etcd_.last_header().revision;
                 return c;
             }
@@ -119,13 +176,13 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
             return make_error(Code::kNoAddressFree,
                               "no address of pool " + pool + " is left for a fixed address");
         }
-        const json v{{"address", a->to_string()}, {"node", node}, {"nonce", nonce()}};
+        const json v = value_of(*a, node, keep_idle);
         auto done = etcd_.txn({{claim_key(pool, key), EtcdClient::Compare::Target::kCreate, 0},
                                {address_key(pool, *a), EtcdClient::Compare::Target::kCreate, 0}},
                               {{claim_key(pool, key), v.dump()},
                                {address_key(pool, *a), json{{"claim", key}}.dump()}});
         if (!done) return done.error();
-        if (*done) return FixedClaim{key, *a, node, etcd_.last_header().revision};
+        if (*done) return FixedClaim{key, *a, node, etcd_.last_header().revision, keep_idle};
         // Lost: the address or the claim was created meanwhile (perhaps by this very call's
         // earlier attempt, which then reads as ours on the next pass).
     }
@@ -137,12 +194,33 @@ Expected<bool> FixedClaims::give_up(const std::string& pool, const std::string& 
                                     const std::string& node,
                                     const std::function<bool()>& unheld_here) {
     auto held = read(pool, key);
+    // A claim that does not parse is not known to be this node's: left for an operator.
+    if (!held && held.error().code == Code::kInvalidConfig) return false;
     if (!held) return held.error();
     if (!*held || (*held)->node != node) return false;
     // Asked after the read, under the node's pool lock: an ADD of the pod on this node has
     // either made its local claim (kept) or not yet taken the claim (it finds it gone).
     if (!unheld_here()) return false;
     return remove(pool, **held);
+}
+
+Expected<bool> FixedClaims::mark_idle(const std::string& pool, const FixedClaim& c,
+                                      uint64_t since_unix_s) {
+    if (c.idle_since_unix_s != 0) return false;  // idle already: from its first second
+    return etcd_.txn(
+        {{claim_key(pool, c.key), EtcdClient::Compare::Target::kMod, c.mod_revision}},
+        {{claim_key(pool, c.key), value_of(c.address, c.node, c.keep_idle, since_unix_s).dump()}});
+}
+
+Expected<bool> FixedClaims::mark_in_use(const std::string& pool, const FixedClaim& c) {
+    if (c.idle_since_unix_s == 0) return false;
+    return etcd_.txn({{claim_key(pool, c.key), EtcdClient::Compare::Target::kMod, c.mod_revision}},
+                     {{claim_key(pool, c.key), value_of(c.address, c.node, c.keep_idle).dump()}});
+}
+
+Expected<std::optional<FixedClaim>> FixedClaims::get(const std::string& pool,
+                                                     const std::string& key) {
+    return read(pool, key);
 }
 
 Expected<bool> FixedClaims::remove(const std::string& pool, const FixedClaim& c) {
@@ -162,25 +240,35 @@ Expected<bool> FixedClaims::remove(const std::string& pool, const FixedClaim& c)
     return etcd_.txn(compares, writes);
 }
 
-Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool) {
+Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool,
+                                                   std::vector<std::string>* unreadable) {
     const std::string p = keys::claims(prefix_, pool);
     auto kvs = etcd_.get_prefix(p);
     if (!kvs) return kvs.error();
     std::vector<FixedClaim> out;
     for (const KeyValue& kv : *kvs) {
-        if (auto c = claim_of(kv.key.substr(p.size()), kv)) out.push_back(*c);
+        if (auto c = claim_of(kv.key.substr(p.size()), kv)) {
+            out.push_back(*c);
+        } else if (unreadable != nullptr) {
+            unreadable->push_back(kv.key);
+        }
     }
     return out;
 }
 
-Expected<std::vector<std::pair<std::string, FixedClaim>>> FixedClaims::everywhere() {
+Expected<std::vector<std::pair<std::string, FixedClaim>>> FixedClaims::everywhere(
+    std::vector<std::string>* unreadable) {
     auto kvs = etcd_.get_prefix(keys::pools(prefix_));
     if (!kvs) return kvs.error();
     std::vector<std::pair<std::string, FixedClaim>> out;
     for (const KeyValue& kv : *kvs) {
         auto k = keys::split(prefix_, kv.key, keys::kClaims);
         if (!k) continue;
-        if (auto c = claim_of(k->rest, kv)) out.emplace_back(k->pool, *c);
+        if (auto c = claim_of(k->rest, kv)) {
+            out.emplace_back(k->pool, *c);
+        } else if (unreadable != nullptr) {
+            unreadable->push_back(kv.key);
+        }
     }
     return out;
 }

@@ -218,6 +218,8 @@ std::string encode(const Request& r) {
         if (t->address) j["address"] = t->address->to_string();
         j["poolState"] = t->pool_state;
         j["ifname"] = t->ifname;
+        j["cidr"] = t->pool_cidr.to_string();
+        j["keepIdle"] = t->keep_idle;
     } else if (const auto* g = std::get_if<GiveUpFixed>(&r)) {
         put_scope(j, g->scope);
         j["claimKey"] = g->claim_key;
@@ -302,9 +304,17 @@ Expected<Request> decode(std::string_view text) {
         auto ifname = in.text("ifname", false);
         if (!state) return state.error();
         if (!ifname) return ifname.error();
+        auto cidr = in.text("cidr");
+        auto keep_idle = in.number("keepIdle", std::nullopt);
+        if (!cidr) return cidr.error();
+        if (!keep_idle) return keep_idle.error();
         TakeFixed t{std::move(*scope), std::move(*usable), *key, *handed};
         t.pool_state = *state;
         t.ifname = *ifname;
+        t.keep_idle = *keep_idle;
+        auto pool_cidr = engine::Cidr::parse(*cidr);
+        if (!pool_cidr) return make_error(Code::kInvalidConfig, "not a CIDR: cidr " + *cidr);
+        t.pool_cidr = *pool_cidr;
         if (!address->empty()) {
             t.address = engine::IpAddress::parse(*address);
             if (!t.address) {

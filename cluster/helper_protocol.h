@@ -28,7 +28,7 @@
 namespace shmipam::cluster::protocol {
 
 // Bumped whenever a field's meaning changes or an op is added or removed.
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 // A request with lock_handed_over: the pool lock, held by the caller, is the helper's fd 3.
 inline constexpr int kHandedLockFd = 3;
 // ipam.etcd.budgetMs when the config leaves it out (cluster/etcd_config.cpp reads the same).
@@ -83,10 +83,15 @@ struct TakeFixed {
     // This node's pool state (an arena directory) and the attachment's interface: a claim whose
     // address is no longer allocatable is kept while a sandbox here still uses it.
     std::string pool_state, ifname;
+    // The pool's CIDR (registered in the cluster as a pool of fixed addresses) and the claim's
+    // reclaim policy (format::ClaimFields::keep_idle), which the store's claim carries.
+    engine::Cidr pool_cidr;
+    uint64_t keep_idle = 0;
 };
 // Gives the fixed claim up if it is still this node's and the pool state `pool_state` (an
 // arena directory; empty: not looked at) holds the local fixed claim (claim_key, ifname) no more
-// once the etcd claim has been read.
+// once the etcd claim has been read; while it holds it idle (its policy keeps it), the store's
+// claim is marked idle since now.
 struct GiveUpFixed {
     Scope scope;
     std::string claim_key;

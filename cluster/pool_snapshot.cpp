@@ -10,11 +10,15 @@ Expected<PoolSnapshot> read_pool_snapshot(EtcdClient& etcd, const std::string& p
     auto kvs = etcd.get_prefix(keys::pools(prefix) + pool + "/");
     if (!kvs) return kvs.error();
     PoolSnapshot out;
+    // The geometry first (the meta key sorts after the blocks): blocks are read by it.
+    for (const KeyValue& kv : *kvs) {
+        if (kv.key == keys::meta(prefix, pool)) out.geometry = BlockStore::parse_geometry(kv);
+    }
     for (const KeyValue& kv : *kvs) {
         if (kv.key == keys::meta(prefix, pool)) {
-            out.geometry = BlockStore::parse_geometry(kv);
+            continue;
         } else if (auto b = keys::split(prefix, kv.key, keys::kBlocks)) {
-            if (auto block = BlockStore::parse(kv)) out.blocks.push_back(*block);
+            if (auto block = BlockStore::parse(kv, out.geometry)) out.blocks.push_back(*block);
         } else if (auto i = keys::split(prefix, kv.key, keys::kIdle)) {
             if (auto idle = parse_idle(i->rest, kv)) out.idle.push_back(*idle);
         } else if (auto w = keys::split(prefix, kv.key, keys::kWaiting)) {

@@ -66,9 +66,9 @@ class AddressSource {
     virtual int fill_rounds() const = 0;
     // Words a reason adds after the pool's name ("all IP addresses used out of p<these>").
     virtual std::string where() const = 0;
-    // A pool with fixed_across_nodes: the address of the fixed claim `claim_key` (`wanted` for a
-    // new claim, when the ADD asks for one).
-    virtual Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key,
+    // A pool with fixed_across_nodes: the address of the fixed claim `claim` (`wanted` for a
+    // new claim, when the ADD asks for one), which carries the claim's reclaim policy.
+    virtual Expected<FixedTake> take_fixed(const PoolTarget& t, const engine::ClaimSpec& claim,
                                            const std::optional<engine::IpAddress>& wanted) = 0;
     // After a CNI GC released `released` attachments of the state `store` of `pool`.
     virtual Status after_gc(const std::string& pool, size_t released,

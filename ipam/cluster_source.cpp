@@ -219,11 +219,13 @@ Expected<bool> ClusterSource::make_room(const PoolTarget& t,
     return true;
 }
 
-Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const std::string& claim_key,
+Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const engine::ClaimSpec& claim,
                                               const std::optional<engine::IpAddress>& wanted) {
     auto lock = lock_pool(t.pool);
     if (!lock) return lock.error();
-    protocol::TakeFixed req{scope(t.pool), ranges_of(t.usable), claim_key, true, wanted};
+    protocol::TakeFixed req{scope(t.pool), ranges_of(t.usable), claim.key, true, wanted};
+    req.pool_cidr = t.cidr;
+    req.keep_idle = claim.keep_idle;
     req.pool_state = pool_state_dir(request_.network.run_dir, t.pool);
     req.ifname = request_.key.ifname;
     auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
@@ -285,13 +287,23 @@ Status ClusterSource::after_release(const Request& r, const std::string& pool,
     if (fixed_across_nodes(pool)) {
         auto fixed = fixed_claim_of(r);
         if (!fixed || !*fixed) return Ok{};
+        bool kept = false;
         for (const auto& c : alloc.claims()) {
-            if (c.fp == engine::fingerprint((*fixed)->key, r.key.ifname)) return Ok{};  // kept
+            kept = kept || c.fp == engine::fingerprint((*fixed)->key, r.key.ifname);
         }
+        // Freed here: given up in the store. Kept idle by its policy: marked idle since now in
+        // the store, so that `cluster gc` judges it by its policy should this node go; best
+        // effort (the DEL has done what it must, and without the mark gc counts the claim idle
+        // from when it first finds the node gone).
         const protocol::GiveUpFixed req{scope(pool), (*fixed)->key, store.dir(), r.key.ifname};
         auto out = run_helper(helper_path(mode_), protocol::encode(req));
-        if (!out) return out.error();
-        auto answer = protocol::give_up_answer(*out);
+        auto answer =
+            out ? protocol::give_up_answer(*out) : Expected<protocol::GiveUpAnswer>(out.error());
+        if (!answer && kept) {
+            std::fprintf(stderr, "shmipam: %s's fixed claim in %s not marked idle in etcd: %s\n",
+                         (*fixed)->key.c_str(), pool.c_str(), answer.error().msg.c_str());
+            return Ok{};
+        }
         if (!answer) return answer.error();
         return Ok{};
     }

@@ -79,7 +79,7 @@ class ClusterSource final : public AddressSource {
     // fixed claim, so it either finds this ADD's and keeps the etcd claim, or gives it up before
     // this take, which then takes it anew; never between a take that found the claim this
     // node's (no write) and the local claim, which would leave an address etcd gives no claim.
-    Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string& claim_key,
+    Expected<FixedTake> take_fixed(const PoolTarget& t, const engine::ClaimSpec& claim,
                                    const std::optional<engine::IpAddress>& wanted) override;
     // In a fixed-address pool, asks the store (the helper's read-fixed) whether the pod's claim
     // still names this node and one of the addresses `held`: a pod started on another node took

@@ -25,7 +25,7 @@ class LocalSource final : public AddressSource {
     }
     int fill_rounds() const override { return 1; }
     std::string where() const override { return ""; }
-    Expected<FixedTake> take_fixed(const PoolTarget& t, const std::string&,
+    Expected<FixedTake> take_fixed(const PoolTarget& t, const engine::ClaimSpec&,
                                    const std::optional<engine::IpAddress>&) override {
         return make_error(Code::kInternal, "pool " + t.pool + " is not a fixed-address pool");
     }

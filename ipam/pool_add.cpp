@@ -210,7 +210,7 @@ struct FamilyAdd {
     // the source, then held here by the local fixed claim, while the source's hold lasts.
     Expected<bool> serve_fixed(const Choice& ch, const std::optional<IpAddress>& wanted,
                                std::vector<std::string>& reasons) {
-        auto take = source.take_fixed(ch.target, request.claim->key, wanted);
+        auto take = source.take_fixed(ch.target, *request.claim, wanted);
         if (!take) {
             if (take.error().code != Code::kNoAddressFree &&
                 take.error().code != Code::kRequestedAddressTaken) {

@@ -22,7 +22,9 @@
 #include "cluster/fixed_claims.h"
 #include "cluster/helper_protocol.h"
 #include "cluster/node_files.h"
+#include "cluster/pool_registry.h"
 #include "cluster/revision_floor.h"
+#include "cluster/store_schema.h"
 #include "cluster/waiting.h"
 #include "engine/addr/fingerprint.h"
 #include "engine/ops/allocator.h"
@@ -137,6 +139,11 @@ int take_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& pre
             make_error(Code::kInvalidConfig,
                        "the cluster helper's take-fixed request lists no usable address"));
     }
+    // A pool of fixed addresses is registered like any pool (never cut: block prefix 0), so that
+    // no other pool's blocks or claims overlap its addresses.
+    if (auto st = cluster::register_pool(etcd, prefix, r.scope.pool, r.pool_cidr, 0); !st) {
+        return run.fail(st.error());
+    }
     cluster::FixedClaims claims(etcd, prefix);
     const pools::IpSet usable = usable_set(r.usable, engine::Family::kV4);
     std::string moved_from;
@@ -152,7 +159,8 @@ int take_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& pre
     const auto keep = [&](const engine::IpAddress& a) {
         return usable.contains(a) || in_use_here(r.pool_state, r.claim_key, r.ifname);
     };
-    auto got = claims.take(r.scope.pool, r.claim_key, r.scope.node, pick, &moved_from, keep);
+    auto got =
+        claims.take(r.scope.pool, r.claim_key, r.scope.node, r.keep_idle, pick, &moved_from, keep);
     if (!got && r.address && got.error().code == Code::kNoAddressFree) {
         return run.fail(make_error(Code::kRequestedAddressTaken,
                                    "requested IP address " + r.address->to_string() + " of " +
@@ -168,6 +176,18 @@ int give_up_fixed(const Run& run, cluster::EtcdClient& etcd, const std::string& 
     auto done = claims.give_up(r.scope.pool, r.claim_key, r.scope.node,
                                [&] { return unheld_here(r.pool_state, r.claim_key, r.ifname); });
     if (!done) return run.fail(done.error());
+    if (!*done && !r.pool_state.empty() &&
+        local_claim(r.pool_state, r.claim_key, r.ifname) == LocalClaim::kIdle) {
+        // Kept here, idle, by its policy: the store's claim says since when (read after the
+        // local claim, so a take that made it in use again meanwhile is not undone: the mark
+        // compares the revision read).
+        auto held = claims.get(r.scope.pool, r.claim_key);
+        if (!held) return run.fail(held.error());
+        if (*held && (*held)->node == r.scope.node) {
+            auto marked = claims.mark_idle(r.scope.pool, **held, uint64_t(std::time(nullptr)));
+            if (!marked) return run.fail(marked.error());
+        }
+    }
     return run.answer(protocol::to_json(protocol::GiveUpAnswer{*done}));
 }
 
@@ -314,12 +334,15 @@ int serve(const protocol::Request& req) {
         return run.fail(st.error());
     }
     // And whether it went back in time (rebuilt with the same flags, or restored from a
-    // snapshot: the same cluster id), before anything is claimed in it or the cache rewritten.
+    // snapshot: the same cluster id), before anything is claimed in it or the cache rewritten,
+    // and before the schema record is written into it.
     if (auto st = cluster::check_revision_floor(scope.state_dir, etcd.last_header().revision);
         !st) {
         return run.fail(st.error());
     }
     run.store_seen = &etcd;
+    // The store's layout, before anything is read as this release's or written.
+    if (auto st = cluster::ensure_schema(etcd, prefix); !st) return run.fail(st.error());
     if (const auto* t = std::get_if<protocol::TakeFixed>(&req)) {
         return take_fixed(run, etcd, prefix, *t);
     }

@@ -2,6 +2,8 @@
 
 #include "base/directory.h"
 #include "cluster/etcd_config.h"
+#include "cluster/store_schema.h"
+#include "cluster/store_values.h"
 #include "cluster/node_name.h"
 #include "cluster/revision_floor.h"
 #include "ipam/pool_config.h"
@@ -75,8 +77,8 @@ Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision) {
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
     StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}, {}};
-    auto all =
-        cluster::BlockStore(*v.etcd, cluster::etcd_prefix(setup.etcd)).all_blocks(&v.unreadable);
+    const std::string prefix = cluster::etcd_prefix(setup.etcd);
+    auto all = cluster::BlockStore(*v.etcd, prefix).all_blocks();
     if (!all) return all.error();
     // Read only: ls, gc and the pass never raise the floor here (the pass does once it passed).
     if (check_revision) {
@@ -86,6 +88,12 @@ Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision) {
         }
     }
     v.blocks = std::move(*all);
+    // The store's layout first: a store of another layout reads as empty, not as this one.
+    if (auto st = cluster::ensure_schema(*v.etcd, prefix); !st) return st.error();
+    // Every value that is not what its key says, whatever its kind.
+    auto unreadable = cluster::unreadable_values(*v.etcd, prefix);
+    if (!unreadable) return unreadable.error();
+    v.unreadable = std::move(*unreadable);
     return v;
 }
 

@@ -43,7 +43,7 @@ std::set<std::string> cached_pools(const std::string& state_dir);
 struct StoreView {
     std::unique_ptr<cluster::EtcdClient> etcd;
     std::map<std::string, std::vector<cluster::Block>> blocks;
-    std::vector<std::string> unreadable;  // keys of block values that do not parse
+    std::vector<std::string> unreadable;  // keys of values that are not what their key says
 };
 Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision = true);
 

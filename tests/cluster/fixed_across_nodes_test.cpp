@@ -2,6 +2,8 @@
 // pod's claim lives in etcd, in a pool meant for fixed addresses (ipam.fixedAddressPools, never
 // cut into blocks). Simulated nodes exec the real plugin and helper against a real etcd.
 #include <gtest/gtest.h>
+
+#include <map>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -303,25 +305,48 @@ TEST_F(FixedAcrossNodes, PodsStartingAtOnceOnManyNodesGetDistinctAddressesAndOne
     EXPECT_EQ(sixth.json()["code"], 100) << sixth.out;
 }
 
-TEST_F(FixedAcrossNodes, ClusterGcReleasesTheClaimsOfNodesThatNoLongerExist) {
-    ASSERT_EQ(add(0, "c1", "db-0").exit_code, 0);
-    ASSERT_EQ(add(1, "c2", "db-1").exit_code, 0);
+// Found by review: `cluster gc` deleted every fixed claim of a node missing from the list,
+// whatever its policy, so a never-reclaim pod rescheduled from a dead node got another address.
+// Now each claim goes by its policy: never is kept (the pod's next start anywhere takes it over)
+// until an operator releases it (--claim); at-delete goes at once; a timed one counts from its
+// DEL's idle mark, or from the first gc that found its node gone.
+TEST_F(FixedAcrossNodes, ClusterGcFreesAFixedClaimOfANodeGoneOnlyByItsPolicy) {
+    ASSERT_EQ(add(0, "c1", "db-0").exit_code, 0);        // node-0, policy never
+    auto on_gone = add(1, "c2", "db-1");                 // node-1 (gone below), policy never
+    ASSERT_EQ(on_gone.exit_code, 0) << on_gone.out;
+    ASSERT_EQ(add(1, "c3", "db-2", "0").exit_code, 0);   // node-1, at the pod's deletion
+    ASSERT_EQ(add(1, "c4", "db-3", "1h").exit_code, 0);  // node-1, an hour idle
+    const std::string db1 = address(on_gone);
     const std::string live = dir.sub("live");
     write_file(live, "node-0\n");
-    auto gc = run_ctl(
-        {"cluster", "gc", "--config", config_file(0), "--live-nodes", live, "--apply", "--json"});
-    ASSERT_EQ(gc.exit_code, 0) << gc.out << gc.err;
-    bool released_claim = false;
-    const json answer = gc.json();  // (iterating a temporary's member would read freed memory)
-    for (const auto& r : answer["blocks"]) {
-        EXPECT_EQ(r["node"], "node-1") << gc.out;
-        released_claim =
-            released_claim || r["block"].get<std::string>().find("claim sts:shop/db-1/eth0") == 0;
+    const auto gc = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args{"cluster",      "gc",      "--config", config_file(0),
+                                      "--live-nodes", live,      "--apply",  "--json"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_ctl(args);
+    };
+    auto first = gc({});
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    std::map<std::string, std::string> node_of;
+    for (const auto& c : claims_in_etcd()) node_of[c.key] = c.node;
+    EXPECT_EQ(node_of.count("sts:shop/db-2/eth0"), 0u) << "at-delete: freed" << first.out;
+    ASSERT_EQ(node_of.count("sts:shop/db-1/eth0"), 1u) << "never: kept" << first.out;
+    ASSERT_EQ(node_of.count("sts:shop/db-3/eth0"), 1u) << "an hour: not yet" << first.out;
+    EXPECT_NE(first.out.find("reclaim policy never"), std::string::npos) << first.out;
+    for (const auto& c : claims_in_etcd()) {
+        if (c.key == "sts:shop/db-3/eth0") {
+            EXPECT_NE(c.idle_since_unix_s, 0u) << "idle from the gc that found its node gone";
+        }
     }
-    EXPECT_TRUE(released_claim) << gc.out << gc.err;
-    auto claims = claims_in_etcd();
-    ASSERT_EQ(claims.size(), 1u);
-    EXPECT_EQ(claims[0].node, "node-0");
+    // The never-reclaim pod rescheduled on node-0 keeps its address.
+    auto moved = add(0, "c5", "db-1");
+    ASSERT_EQ(moved.exit_code, 0) << moved.out << moved.err;
+    EXPECT_EQ(address(moved), db1);
+    // An operator releases a claim by hand whatever its policy.
+    auto by_hand = gc({"--claim", "shop/db-3"});
+    ASSERT_EQ(by_hand.exit_code, 0) << by_hand.out << by_hand.err;
+    for (const auto& c : claims_in_etcd()) EXPECT_NE(c.key, "sts:shop/db-3/eth0");
+    EXPECT_EQ(gc({"--claim", "db-3"}).exit_code, 2) << "a pod is NAMESPACE/NAME";
 }
 
 TEST_F(FixedAcrossNodes, AnOrdinaryPodIsNeverServedFromAFixedAddressPool) {
@@ -346,7 +371,7 @@ TEST_F(FixedAcrossNodes, AClaimOutsideThePoolsAllocatableSetIsReplacedByAnAlloca
     cluster::EtcdClient client(client_config());
     const auto outside = *engine::IpAddress::parse("10.78.0.12");
     ASSERT_TRUE(client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0"),
-                           R"({"address": "10.78.0.12", "node": "node-0", "nonce": "1"})"));
+                           R"({"address": "10.78.0.12", "node": "node-0", "nonce": "1", "keepIdle": 0})"));
     ASSERT_TRUE(client.put(cluster::keys::address("/shmipam", "sts", outside),
                            R"({"claim": "sts:shop/db-0/eth0"})"));
     auto r = add(0, "c1", "db-0");
@@ -364,7 +389,7 @@ TEST_F(FixedAcrossNodes, AClaimOutsideThePoolsAllocatableSetIsReplacedByAnAlloca
     // Another node's claim outside this node's view: taken over, its address and record kept.
     const auto other = *engine::IpAddress::parse("10.78.0.13");
     ASSERT_TRUE(client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-1/eth0"),
-                           R"({"address": "10.78.0.13", "node": "node-1", "nonce": "2"})"));
+                           R"({"address": "10.78.0.13", "node": "node-1", "nonce": "2", "keepIdle": 0})"));
     ASSERT_TRUE(client.put(cluster::keys::address("/shmipam", "sts", other),
                            R"({"claim": "sts:shop/db-1/eth0"})"));
     auto moved = add(0, "c2", "db-1");
@@ -465,7 +490,7 @@ TEST_F(FixedAcrossNodes, AClaimReMadeHereAtAnotherAddressOrGoneFailsTheOldSandbo
     ASSERT_EQ(address(first), "10.78.0.2/28");
     cluster::EtcdClient client(client_config());
     const std::string claim = cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0");
-    ASSERT_TRUE(client.put(claim, R"({"address": "10.78.0.5", "node": "node-0", "nonce": "x"})"));
+    ASSERT_TRUE(client.put(claim, R"({"address": "10.78.0.5", "node": "node-0", "nonce": "x", "keepIdle": 0})"));
     ASSERT_TRUE(client.put(
         cluster::keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.5")),
         R"({"claim": "sts:shop/db-0/eth0"})"));

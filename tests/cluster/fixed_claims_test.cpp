@@ -44,10 +44,10 @@ TEST_F(FixedClaimRace, AClaimCreatedBetweenTheReadAndTheListingIsTakenOverNotRep
     FixedClaims a(a_client, "/shmipam");
     Expected<FixedClaim> a_took = make_error(Code::kInternal, "node a's take did not run");
     InterleavedClaims b(b_client, [&] {
-        a_took = a.take("sts", "sts:shop/db-0/eth0", "node-a", only("10.78.0.2"));
+        a_took = a.take("sts", "sts:shop/db-0/eth0", "node-a", 0, only("10.78.0.2"));
     });
     std::string moved_from;
-    auto b_took = b.take("sts", "sts:shop/db-0/eth0", "node-b", only("10.78.0.2"), &moved_from);
+    auto b_took = b.take("sts", "sts:shop/db-0/eth0", "node-b", 0, only("10.78.0.2"), &moved_from);
     ASSERT_TRUE(a_took) << a_took.error().msg;
     ASSERT_TRUE(b_took) << b_took.error().msg;
     EXPECT_EQ(b_took->address.to_string(), "10.78.0.2");
@@ -64,9 +64,9 @@ TEST_F(FixedClaimRace, AnotherPodsClaimOnTheLastAddressCreatedMeanwhileLeavesThe
     EtcdClient a_client(client_config()), b_client(client_config());
     FixedClaims a(a_client, "/shmipam");
     InterleavedClaims b(b_client, [&] {
-        ASSERT_TRUE(a.take("sts", "sts:shop/db-1/eth0", "node-a", only("10.78.0.2")));
+        ASSERT_TRUE(a.take("sts", "sts:shop/db-1/eth0", "node-a", 0, only("10.78.0.2")));
     });
-    auto b_took = b.take("sts", "sts:shop/db-0/eth0", "node-b", only("10.78.0.2"));
+    auto b_took = b.take("sts", "sts:shop/db-0/eth0", "node-b", 0, only("10.78.0.2"));
     ASSERT_FALSE(b_took);
     EXPECT_EQ(b_took.error().code, Code::kNoAddressFree) << b_took.error().msg;
 }
@@ -79,7 +79,7 @@ TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetri
     ASSERT_TRUE(client.put(keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.2")),
                            R"({"claim": "sts:shop/db-0/eth0"})"));
     FixedClaims claims(client, "/shmipam");
-    auto took = claims.take("sts", "sts:shop/db-0/eth0", "node-a", only("10.78.0.2"));
+    auto took = claims.take("sts", "sts:shop/db-0/eth0", "node-a", 0, only("10.78.0.2"));
     ASSERT_TRUE(took) << took.error().msg;
     EXPECT_EQ(took->address.to_string(), "10.78.0.2");
     auto all = claims.all("sts");
@@ -89,7 +89,7 @@ TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetri
     // A record naming the claim with a value that is not a string is someone else's: no throw.
     ASSERT_TRUE(client.put(keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.3")),
                            R"({"claim": 7})"));
-    auto other = claims.take("sts", "sts:shop/db-1/eth0", "node-a", only("10.78.0.4"));
+    auto other = claims.take("sts", "sts:shop/db-1/eth0", "node-a", 0, only("10.78.0.4"));
     ASSERT_TRUE(other) << other.error().msg;
 }
 
@@ -101,7 +101,7 @@ TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetri
 TEST_F(FixedClaimRace, RemovingAClaimNeverDeletesTheAddressRecordAnotherClaimTookMeanwhile) {
     EtcdClient client(client_config());
     FixedClaims claims(client, "/shmipam");
-    auto first = claims.take("sts", "sts:shop/db-0/eth0", "node-gone", only("10.78.0.2"));
+    auto first = claims.take("sts", "sts:shop/db-0/eth0", "node-gone", 0, only("10.78.0.2"));
     ASSERT_TRUE(first) << first.error().msg;
     auto read = claims.all("sts");  // what a gc reads
     ASSERT_TRUE(read);
@@ -109,7 +109,7 @@ TEST_F(FixedClaimRace, RemovingAClaimNeverDeletesTheAddressRecordAnotherClaimToo
     const auto record = keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.2"));
     auto gone = client.txn({}, {{record, std::nullopt}});
     ASSERT_TRUE(gone && *gone);
-    auto second = claims.take("sts", "sts:shop/db-1/eth0", "node-b", only("10.78.0.2"));
+    auto second = claims.take("sts", "sts:shop/db-1/eth0", "node-b", 0, only("10.78.0.2"));
     ASSERT_TRUE(second) << second.error().msg;
     auto removed = claims.remove("sts", (*read)[0]);
     ASSERT_TRUE(removed) << removed.error().msg;

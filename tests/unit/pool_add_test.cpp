@@ -84,7 +84,7 @@ class FakeBlockSource final : public AddressSource {
     }
     int fill_rounds() const override { return rounds; }
     std::string where() const override { return " in the fake blocks"; }
-    Expected<FixedTake> take_fixed(const PoolTarget&, const std::string&,
+    Expected<FixedTake> take_fixed(const PoolTarget&, const engine::ClaimSpec&,
                                    const std::optional<IpAddress>&) override {
         return make_error(Code::kInternal, "no fixed pools here");
     }

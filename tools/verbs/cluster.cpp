@@ -16,6 +16,7 @@
 #include "cluster/block_store.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
+#include "shm/format.h"
 #include "cluster/node_files.h"
 #include "cluster/node_name.h"
 #include "cluster/waiting.h"
@@ -140,6 +141,36 @@ Expected<ClusterLsNotes> ls_notes(const ClusterSetup& setup, StoreView& view,
     return notes;
 }
 
+// Whether the claim key ("sts:<ns>/<pod>/<ifname>") is one of pod `ns/name`'s.
+bool claim_names_pod(const std::string& key, const std::string& pod) {
+    const size_t colon = key.find(':');
+    const size_t last = key.rfind('/');
+    return colon != std::string::npos && last != std::string::npos && last > colon &&
+           key.substr(colon + 1, last - colon - 1) == pod;
+}
+
+// Why a fixed claim of a node gone is kept, or "" when its policy frees it now: never (the pod's
+// next start anywhere keeps its address, until an operator releases it), while its StatefulSet
+// wants it (gc reads no API), or idle for less than its time. A claim of a timed policy that no
+// DEL marked idle counts from the first gc that found its node gone.
+std::string kept_by_policy(const cluster::FixedClaim& c, uint64_t now) {
+    if (c.keep_idle == format::kKeepIdleForever) {
+        return "reclaim policy never: kept for the pod's next start on any node (release it "
+               "with --claim NAMESPACE/POD)";
+    }
+    if (c.keep_idle == format::kKeepIdleWhileOwnerWants) {
+        return "kept while its StatefulSet wants it, which gc cannot ask (release it with "
+               "--claim NAMESPACE/POD once the set no longer covers the pod)";
+    }
+    if (c.keep_idle == format::kKeepIdleNone) return "";
+    const uint64_t keep_s = c.keep_idle - 1;
+    const uint64_t since = c.idle_since_unix_s != 0 ? c.idle_since_unix_s : now;
+    if (now >= since + keep_s) return "";
+    return "reclaim policy: kept " + std::to_string(keep_s) + " s idle, " +
+           std::to_string(since + keep_s - now) + " s to go" +
+           (c.idle_since_unix_s == 0 ? " (idle from this gc: its node was found gone)" : "");
+}
+
 }  // namespace
 
 int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
@@ -229,6 +260,11 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
 // or within blockMinAgeS is kept, and one claimed again meanwhile is left. So a gc never races
 // a live node, whatever the list's age.
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
+    if (!o.claim.empty() && (o.claim.find('/') == std::string::npos ||
+                             o.claim.find('/') != o.claim.rfind('/') || o.claim.front() == '/' ||
+                             o.claim.back() == '/')) {
+        return cannot_read("--claim " + o.claim + ": give the pod as NAMESPACE/NAME");
+    }
     auto setup = read_setup(o.config, "", common.run_dir);
     if (!setup) return cannot_read(setup.error());
     auto view = read_store(*setup);
@@ -279,14 +315,21 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
             rows.push_back(std::move(r));
         }
     }
-    // Fixed claims of the nodes gone (docs/cluster.md): their addresses are free again.
+    // Fixed claims of the nodes gone (docs/cluster.md, "Fixed claims of a node gone"): each
+    // by its reclaim policy, the pod's next start on any node takes the claim over meanwhile.
     for (const auto& [pool, c] : *claims) {
         if (live->count(c.node) != 0) continue;
-        GcBlockRow r{pool, "claim " + c.key + " (" + c.address.to_string() + ")", c.node, false};
-        if (o.apply) {
+        const bool named = !o.claim.empty() && claim_names_pod(c.key, o.claim);
+        GcBlockRow r{pool, "claim " + c.key + " (" + c.address.to_string() + ")", c.node, false,
+                     named ? "" : kept_by_policy(c, uint64_t(now))};
+        if (o.apply && r.kept.empty()) {
             auto done = fixed.remove(pool, c);
             if (!done) return cannot_read(done.error());
             r.released = *done;
+        } else if (o.apply && c.idle_since_unix_s == 0 && !named) {
+            // Idle from now, as far as the store can tell: a timed policy counts from here.
+            auto marked = fixed.mark_idle(pool, c, uint64_t(now));
+            if (!marked) return cannot_read(marked.error());
         }
         rows.push_back(std::move(r));
     }

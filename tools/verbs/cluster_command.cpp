@@ -77,6 +77,9 @@ void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
                    "json`, or one name per line; - for stdin")
         ->required();
     gc->add_flag("--apply", gc_options->apply, "make the changes");
+    gc->add_option("--claim", gc_options->claim,
+                   "also release pod NAMESPACE/NAME's fixed claims held by nodes gone, whatever "
+                   "their reclaim policy");
     gc->add_flag("--force", gc_options->force,
                  "also when the list names none of the nodes owning blocks");
     gc->callback(

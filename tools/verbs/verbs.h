@@ -77,6 +77,7 @@ struct ClusterGcOptions {
     std::string live_nodes;  // a file naming the nodes that exist, or - for stdin
     bool apply = false;
     bool force = false;  // also when live_nodes names none of the nodes owning blocks
+    std::string claim;   // <namespace>/<pod>: its fixed claims of nodes gone, whatever policy
 };
 // cluster pass: the node pass (docs/cluster.md, "The node pass").
 struct ClusterPassOptions {

@@ -1,0 +1,21 @@
+// Which layout the cluster store holds (docs/cluster.md, "The store's schema"). Every writer
+// checks it before anything else: a store of the earlier layout is migrated by an operator
+// (`shmipamctl cluster migrate`, cluster/migration.h), never written in two layouts at once,
+// and a store a newer release wrote is left to that release.
+#pragma once
+
+#include "base/status.h"
+#include "cluster/etcd_client.h"
+
+namespace shmipam::cluster {
+
+// Ok when the store holds this release's layout. An empty store (no key of any layout under the
+// prefix) is stamped with it. Code 7 naming what to do for a store of the v1 layout (no version
+// record, v1 keys present) or of another version.
+Status ensure_schema(EtcdClient& etcd, const std::string& prefix);
+
+// The version a store's record names, 0 without one (or one that does not parse: reported by
+// ensure_schema).
+Expected<int> stored_schema_version(EtcdClient& etcd, const std::string& prefix);
+
+}  // namespace shmipam::cluster

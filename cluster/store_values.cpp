@@ -1,0 +1,75 @@
+#include "cluster/store_values.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cluster/block_store.h"
+#include "cluster/fixed_claims.h"
+#include "cluster/key_schema.h"
+#include "cluster/node_name.h"
+#include "cluster/pool_registry.h"
+#include "cluster/waiting.h"
+
+namespace shmipam::cluster {
+
+using nlohmann::json;
+
+namespace {
+
+// An address record: {"claim": "<claim key>"} under a key that is an address.
+bool address_record(const std::string& address, const KeyValue& kv) {
+    const json v = json::parse(kv.value, nullptr, false);
+    const auto claim = v.is_object() ? v.find("claim") : v.end();
+    return engine::IpAddress::parse(address).has_value() && v.is_object() && claim != v.end() &&
+           claim->is_string() && !claim->get<std::string>().empty();
+}
+
+// A CIDR record: {"pool": "<name>"} under a key that is a CIDR.
+bool cidr_record(const std::string& name, const KeyValue& kv) {
+    const json v = json::parse(kv.value, nullptr, false);
+    const auto pool = v.is_object() ? v.find("pool") : v.end();
+    return keys::block_of_name(name).has_value() && v.is_object() && pool != v.end() &&
+           pool->is_string() && !pool->get<std::string>().empty();
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std::string& prefix) {
+    auto kvs = etcd.get_prefix(keys::pools(prefix));
+    if (!kvs) return kvs.error();
+    std::map<std::string, std::optional<BlockStore::Geometry>> geometry_of;
+    for (const KeyValue& kv : *kvs) {
+        auto k = keys::split(prefix, kv.key, keys::kMeta);
+        if (k && k->rest.empty()) geometry_of[k->pool] = BlockStore::parse_geometry(kv);
+    }
+    std::vector<std::string> out;
+    for (const KeyValue& kv : *kvs) {
+        bool readable = false;
+        if (auto m = keys::split(prefix, kv.key, keys::kMeta); m && m->rest.empty()) {
+            readable = geometry_of[m->pool].has_value();
+        } else if (auto b = keys::split(prefix, kv.key, keys::kBlocks)) {
+            const auto g = geometry_of.find(b->pool);
+            readable = BlockStore::parse(kv, g == geometry_of.end() ? std::nullopt : g->second)
+                           .has_value();
+        } else if (auto c = keys::split(prefix, kv.key, keys::kClaims)) {
+            readable = parse_fixed_claim(c->rest, kv).has_value();
+        } else if (auto a = keys::split(prefix, kv.key, keys::kAddresses)) {
+            readable = address_record(a->rest, kv);
+        } else if (auto w = keys::split(prefix, kv.key, keys::kWaiting)) {
+            // Read at its own second: a stale record is old, not unreadable.
+            readable = is_node_name(w->rest) && parse_waiter(w->rest, kv, 0).has_value();
+        } else if (auto i = keys::split(prefix, kv.key, keys::kIdle)) {
+            readable = parse_idle(i->rest, kv).has_value();
+        }
+        if (!readable) out.push_back(kv.key);
+    }
+    auto records = etcd.get_prefix(keys::cidrs(prefix));
+    if (!records) return records.error();
+    for (const KeyValue& kv : *records) {
+        if (!cidr_record(kv.key.substr(keys::cidrs(prefix).size()), kv)) out.push_back(kv.key);
+    }
+    return out;
+}
+
+}  // namespace shmipam::cluster

@@ -1,0 +1,20 @@
+// Every value under the store's prefix checked against the schema (docs/cluster.md, "Values
+// that are not what their key says"): what a node reads of the store is read field by field and
+// a value that is not what its key says is skipped, never read with defaults; this names those
+// values for the operator (`shmipamctl cluster ls` lists them and exits 1).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/etcd_client.h"
+
+namespace shmipam::cluster {
+
+// The keys under <prefix>/v2/pools/ and <prefix>/v2/cidrs/ whose value is not what the key says
+// (a field missing or of another type, a key that does not parse, a block of another size than
+// its pool's registration or outside it, a key of no known kind), in key order.
+Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std::string& prefix);
+
+}  // namespace shmipam::cluster
