@@ -29,9 +29,15 @@ std::string record_claim(const KeyValue& record) {
 Expected<FixedClaims::Restored> FixedClaims::restore(const std::string& pool,
                                                      const std::string& key,
                                                      const engine::IpAddress& address,
-                                                     const std::string& node) {
+                                                     const std::string& node, uint64_t keep_idle,
+                                                     uint64_t idle_since_unix_s) {
     using Target = EtcdClient::Compare::Target;
-    const json claim{{"address", address.to_string()}, {"node", node}, {"nonce", nonce()}};
+    // The value take() writes (cluster/fixed_claims.cpp), so parse_fixed_claim reads it.
+    json claim{{"address", address.to_string()},
+               {"node", node},
+               {"nonce", nonce()},
+               {"keepIdle", keep_idle}};
+    if (idle_since_unix_s != 0) claim["idleSinceUnixS"] = idle_since_unix_s;
     const std::string claim_k = claim_key(pool, key), address_k = address_key(pool, address);
     for (int attempt = 0; attempt < kRestoreTries; ++attempt) {
         // Both keys only if both are absent, in one transaction.

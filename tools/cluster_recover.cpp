@@ -124,7 +124,9 @@ Status recover_claims(const ClusterSetup& setup, cluster::FixedClaims& fixed,
         } else if (!apply) {
             row.outcome = Outcome::kMissing;
         } else {
-            auto done = fixed.restore(pool, c.key, a, setup.node);
+            const uint64_t idle_since =
+                c.use == engine::ClaimView::Use::kInUse ? 0 : c.idle_since_unix_s;
+            auto done = fixed.restore(pool, c.key, a, setup.node, c.keep_idle, idle_since);
             if (!done) return done.error();
             using R = cluster::FixedClaims::Restored::Outcome;
             row.outcome = done->outcome == R::kCreated   ? Outcome::kRecreated
