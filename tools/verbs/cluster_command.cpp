@@ -1,6 +1,7 @@
-// shmipamctl cluster ls / pass / recover / gc: their subcommands and flags, the same in every build so
-// that the image's static shmipamctl, which has no etcd client, answers the cluster verbs rather
-// than not knowing them. What they do is cluster.cpp's, or cluster_absent.cpp's.
+// shmipamctl cluster ls / pass / recover / gc: their subcommands and flags, the same in every
+// build so that the image's static shmipamctl, which has no etcd client, answers the cluster
+// verbs rather than not knowing them. What they do is cluster.cpp's, cluster_pass.cpp's and
+// cluster_recover.cpp's, or cluster_absent.cpp's.
 #include <CLI/CLI.hpp>
 
 #include "tools/verbs/verbs.h"
