@@ -18,7 +18,7 @@
 // and cidrs, written in one transaction), and no pool is registered whose CIDR overlaps
 // another's (cluster/pool_registry.h): so a block key names one set of addresses, and no two
 // pools' blocks overlap whatever the pools are called. "v2" is the schema's version: a layout
-// that changes what a key means gets a new one, and a written migration (cluster/migration.h;
+// that changes what a key means gets a new one, and a written migration (cluster/store_migration.h;
 // v1, the layout before the registry and the claims' policy, had only the pools/ keys).
 #pragma once
 

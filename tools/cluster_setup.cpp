@@ -50,6 +50,7 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
         return make_error(Code::kInvalidConfig, "the node's name: " + why);
     }
     s.data_dir = text("dataDir", "/var/lib/cni/networks");
+    s.pools_dir = text("poolsDir", "");
     s.run_dir = text("runDir", run_dir);
     if (auto a = ipam->find("blockMinAgeS"); a != ipam->end() && a->is_number_unsigned()) {
         s.block_min_age_s = a->get<uint64_t>();

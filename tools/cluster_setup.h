@@ -22,6 +22,7 @@ struct ClusterSetup {
     std::string node, data_dir, run_dir;
     uint64_t block_min_age_s = 300;     // ipam.blockMinAgeS
     std::set<std::string> fixed_pools;  // ipam.fixedAddressPools
+    std::string pools_dir;              // ipam.poolsDir
 
     std::string state_dir() const { return data_dir + "/_cluster"; }
 };

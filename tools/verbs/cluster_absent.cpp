@@ -26,5 +26,8 @@ int cmd_cluster_pass(const CommonOptions&, const ClusterPassOptions&) {
 int cmd_cluster_recover(const CommonOptions&, const ClusterRecoverOptions&) {
     return absent();
 }
+int cmd_cluster_migrate(const CommonOptions&, const ClusterMigrateOptions&) {
+    return absent();
+}
 
 }  // namespace shmipam::tools

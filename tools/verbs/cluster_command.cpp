@@ -85,6 +85,22 @@ void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
                  "also when the list names none of the nodes owning blocks");
     gc->callback(
         [&common, gc_options, &exit_code] { exit_code = cmd_cluster_gc(common, *gc_options); });
+
+    auto* migrate = cluster->add_subcommand(
+        "migrate",
+        "write the store of an earlier release (the v1 layout) in this release's layout, once "
+        "every node runs this release (dry run unless --apply)");
+    auto migrate_options = std::make_shared<ClusterMigrateOptions>();
+    add_config_option(*migrate, migrate_options->config);
+    migrate->add_option("--pool-cidr", migrate_options->pool_cidrs,
+                        "NAME=CIDR: the CIDR of a pool that has no v1 meta and no pool file on "
+                        "this node (repeatable)");
+    migrate->add_flag("--apply", migrate_options->apply, "make the changes");
+    migrate->add_flag("--remove-v1", migrate_options->remove_v1,
+                      "after the migration: delete the v1 keys (once no node runs a v1 release)");
+    migrate->callback([&common, migrate_options, &exit_code] {
+        exit_code = cmd_cluster_migrate(common, *migrate_options);
+    });
 }
 
 }  // namespace shmipam::tools

@@ -95,6 +95,15 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o);
 int cmd_cluster_recover(const CommonOptions& common, const ClusterRecoverOptions& o);
 int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o);
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o);
+// cluster migrate: the store from the v1 layout to this release's (docs/cluster.md, "Migrating
+// the store").
+struct ClusterMigrateOptions {
+    std::string config;                   // the network config holding ipam.etcd
+    std::vector<std::string> pool_cidrs;  // NAME=CIDR: pools no v1 meta or pool file gives
+    bool apply = false;
+    bool remove_v1 = false;  // delete the v1 keys (after the migration)
+};
+int cmd_cluster_migrate(const CommonOptions& common, const ClusterMigrateOptions& o);
 
 // ---- shared by the verbs (common.cpp) ----
 
