@@ -24,7 +24,8 @@ Status io_error(const std::string& what, const std::string& path) {
     return make_error(Code::kIo, what + " " + path + ": " + std::strerror(errno));
 }
 
-// Writes text to path through a temporary file, synced, renamed, and the directory synced.
+}  // namespace
+
 Status write_durably(const std::string& dir, const std::string& path, const std::string& text) {
     const std::string tmp = path + ".tmp." + std::to_string(::getpid());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -44,10 +45,15 @@ Status write_durably(const std::string& dir, const std::string& path, const std:
     return Ok{};
 }
 
-}  // namespace
-
 std::string cluster_id_path(const std::string& dir) {
     return dir + "/cluster-id";
+}
+
+Status replace_cluster_id(const std::string& dir, uint64_t id) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return make_error(Code::kIo, "cannot create " + dir + ": " + ec.message());
+    return write_durably(dir, cluster_id_path(dir), hex(id) + "\n");
 }
 
 bool has_cluster_id(const std::string& dir) {

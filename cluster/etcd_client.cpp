@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -194,6 +195,7 @@ Expected<json> parsed(const Expected<std::string>& text, ResponseHeader& header)
         header.cluster_id = uint_of(*h, "cluster_id");
         header.member_id = uint_of(*h, "member_id");
         header.revision = int_of(*h, "revision");
+        header.highest_revision = std::max(header.highest_revision, header.revision);
     }
     return j;
 }

@@ -36,6 +36,10 @@ struct ResponseHeader {
     uint64_t cluster_id = 0;
     uint64_t member_id = 0;
     int64_t revision = 0;
+    // Not etcd's: the highest revision of every answer this client got so far (kept in the
+    // header so that each answer's parse raises it): what a node remembers of the store
+    // (cluster/revision_floor.h).
+    int64_t highest_revision = 0;
 };
 
 struct CreateResult {
@@ -87,6 +91,8 @@ class EtcdClient {
 
     // The header of the last answer (its cluster_id identifies the cluster).
     const ResponseHeader& last_header() const { return header_; }
+    // The highest revision any answer of this client carried (0: none yet).
+    int64_t highest_revision() const { return header_.highest_revision; }
 
   private:
     struct Impl;

@@ -95,6 +95,18 @@ class FixedClaims {
     // claim), with its address record if that still names it (compared on its revision too).
     Expected<bool> remove(const std::string& pool, const FixedClaim& c);
 
+    // The operator's recovery after the store went back in time (cluster/
+    // fixed_claims_restore.cpp): creates the claim `key` of `node` on exactly `address` if
+    // neither the claim nor the address is held in the store; never takes anything over. The
+    // claim carries the node's reclaim policy and idle time of it (0: in use).
+    struct Restored {
+        enum class Outcome { kCreated, kPresent, kConflict } outcome = Outcome::kConflict;
+        std::string why;  // kConflict: who holds the claim or the address now
+    };
+    Expected<Restored> restore(const std::string& pool, const std::string& key,
+                               const engine::IpAddress& address, const std::string& node,
+                               uint64_t keep_idle, uint64_t idle_since_unix_s);
+
   protected:
     // A seam for the two-actor test (tests/cluster/fixed_claims_test.cpp): a second writer's
     // whole take runs between this one's read of its claim and its listing of taken addresses.

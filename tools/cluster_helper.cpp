@@ -23,6 +23,7 @@
 #include "cluster/helper_protocol.h"
 #include "cluster/node_files.h"
 #include "cluster/pool_registry.h"
+#include "cluster/revision_floor.h"
 #include "cluster/store_schema.h"
 #include "cluster/waiting.h"
 #include "engine/addr/fingerprint.h"
@@ -42,8 +43,22 @@ struct Run {
     const protocol::Scope& scope;
     cluster::NodeFiles files;
     bool marks_unavailable = false;  // set once this run holds the pool lock
+    // Set once the store passed the guards: the run then remembers the highest revision it saw
+    // (cluster/revision_floor.h).
+    const cluster::EtcdClient* store_seen = nullptr;
 
+    // Every revision this run saw is the store's own (it passed the guard first), so the node
+    // remembers the highest whether the op succeeded or not: a write the op made before
+    // failing (a block claimed, its cache write failed) is then under the floor too, and a
+    // store restored to before it is caught. A failed write only leaves an older floor (a
+    // weaker guard next time): the op's own answer stands.
+    void remember_revision() const {
+        if (store_seen != nullptr) {
+            (void)cluster::raise_revision_floor(scope.state_dir, store_seen->highest_revision());
+        }
+    }
     int fail(const Error& e) const {
+        remember_revision();
         if (e.code == Code::kUnavailable && marks_unavailable) {
             cluster::touch(files.unavailable(scope.pool), e.msg + "\n");
         }
@@ -51,6 +66,7 @@ struct Run {
         return 1;
     }
     int answer(const json& a) const {
+        remember_revision();  // before the answer: a caller told "done" finds it remembered
         std::cout << a.dump() << "\n";
         return 0;
     }
@@ -317,6 +333,14 @@ int serve(const protocol::Request& req) {
     if (auto st = cluster::check_cluster_id(scope.state_dir, etcd.last_header().cluster_id); !st) {
         return run.fail(st.error());
     }
+    // And whether it went back in time (rebuilt with the same flags, or restored from a
+    // snapshot: the same cluster id), before anything is claimed in it or the cache rewritten,
+    // and before the schema record is written into it.
+    if (auto st = cluster::check_revision_floor(scope.state_dir, etcd.last_header().revision);
+        !st) {
+        return run.fail(st.error());
+    }
+    run.store_seen = &etcd;
     // The store's layout, before anything is read as this release's or written.
     if (auto st = cluster::ensure_schema(etcd, prefix); !st) return run.fail(st.error());
     if (const auto* t = std::get_if<protocol::TakeFixed>(&req)) {

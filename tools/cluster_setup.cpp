@@ -7,6 +7,7 @@
 #include "cluster/store_schema.h"
 #include "cluster/store_values.h"
 #include "cluster/node_name.h"
+#include "cluster/revision_floor.h"
 #include "ipam/pool_config.h"
 #include "tools/verbs/verbs.h"
 
@@ -75,13 +76,20 @@ std::set<std::string> cached_pools(const std::string& state_dir) {
     return out;
 }
 
-Expected<StoreView> read_store(const ClusterSetup& setup) {
+Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision) {
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
     StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}, {}};
     const std::string prefix = cluster::etcd_prefix(setup.etcd);
     auto all = cluster::BlockStore(*v.etcd, prefix).all_blocks();
     if (!all) return all.error();
+    // Read only: ls, gc and the pass never raise the floor here (the pass does once it passed).
+    if (check_revision) {
+        if (auto st = cluster::check_revision_floor(setup.state_dir(), v.etcd->highest_revision());
+            !st) {
+            return st.error();
+        }
+    }
     v.blocks = std::move(*all);
     // The store's layout first: a store of another layout reads as empty, not as this one.
     if (auto st = cluster::ensure_schema(*v.etcd, prefix); !st) return st.error();

@@ -37,13 +37,16 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
 // The pools this node caches blocks of: <dataDir>/_cluster/<pool>.blocks.
 std::set<std::string> cached_pools(const std::string& state_dir);
 
-// The store's client for the config's etcd, and every pool's blocks as it says now.
+// The store's client for the config's etcd, and every pool's blocks as it says now. Refused
+// (code 7) when the store answers at a lower revision than the node's dataDir remembers
+// (cluster/revision_floor.h: it went back in time), unless `check_revision` is false (the
+// recovery verb, which is the way out of that).
 struct StoreView {
     std::unique_ptr<cluster::EtcdClient> etcd;
     std::map<std::string, std::vector<cluster::Block>> blocks;
     std::vector<std::string> unreadable;  // keys of values that are not what their key says
 };
-Expected<StoreView> read_store(const ClusterSetup& setup);
+Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision = true);
 
 // Node names from a file (or - for stdin): a JSON list of names, a Kubernetes NodeList
 // (`kubectl get nodes -o json`), or one name per line (code 6 for anything else).

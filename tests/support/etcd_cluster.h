@@ -44,6 +44,16 @@ class EtcdCluster {
     void kill(size_t i);   // SIGKILL, and reaped
     bool start(size_t i);  // again, on its data directory; true once it answers /health
     bool running(size_t i) const { return members_[i].pid > 0; }
+    // What an operator who lost every member does (docs/cluster.md, "The store went back in
+    // time"): every member killed, its data directory deleted, all started again as a new
+    // cluster with the same flags (so etcd answers with the same cluster id, an empty store and
+    // its revision back at 1). True once every member answers /health.
+    bool rebuild_from_nothing();
+    // etcdctl snapshot save from member 0 into `file`; then, as an operator restoring it, every
+    // member killed and its data directory restored from the file with the same flags (the same
+    // cluster id), all started again. True once every member answers /health.
+    bool save_snapshot(const std::string& file) const;
+    bool restore_snapshot(const std::string& file);
 
   private:
     struct Member {

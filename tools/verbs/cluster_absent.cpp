@@ -23,6 +23,9 @@ int cmd_cluster_gc(const CommonOptions&, const ClusterGcOptions&) {
 int cmd_cluster_pass(const CommonOptions&, const ClusterPassOptions&) {
     return absent();
 }
+int cmd_cluster_recover(const CommonOptions&, const ClusterRecoverOptions&) {
+    return absent();
+}
 int cmd_cluster_migrate(const CommonOptions&, const ClusterMigrateOptions&) {
     return absent();
 }

@@ -1,6 +1,7 @@
-// shmipamctl cluster ls / cluster gc: their subcommands and flags, the same in every build so
-// that the image's static shmipamctl, which has no etcd client, answers the cluster verbs rather
-// than not knowing them. What they do is cluster.cpp's, or cluster_absent.cpp's.
+// shmipamctl cluster ls / pass / recover / gc: their subcommands and flags, the same in every
+// build so that the image's static shmipamctl, which has no etcd client, answers the cluster
+// verbs rather than not knowing them. What they do is cluster.cpp's, cluster_pass.cpp's and
+// cluster_recover.cpp's, or cluster_absent.cpp's.
 #include <CLI/CLI.hpp>
 
 #include "tools/verbs/verbs.h"
@@ -49,6 +50,22 @@ void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
                      "directory (the node exporter's textfile collector)");
     pass->callback([&common, pass_options, &exit_code] {
         exit_code = cmd_cluster_pass(common, *pass_options);
+    });
+
+    auto* recover = cluster->add_subcommand(
+        "recover",
+        "after etcd was rebuilt or restored from a snapshot (the store went back in time): "
+        "re-create in the store the blocks and fixed claims this node holds, then accept the "
+        "store so this node's helpers claim again; refuses conflicts (dry run unless --apply; "
+        "exit 1 when there is work or a conflict)");
+    auto recover_options = std::make_shared<ClusterRecoverOptions>();
+    add_config_option(*recover, recover_options->config);
+    add_json_flag(*recover, common);
+    recover->add_option("--node", recover_options->node,
+                        "this node's name (default: the config's)");
+    recover->add_flag("--apply", recover_options->apply, "make the changes");
+    recover->callback([&common, recover_options, &exit_code] {
+        exit_code = cmd_cluster_recover(common, *recover_options);
     });
 
     auto* gc = cluster->add_subcommand(

@@ -19,6 +19,7 @@
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
 #include "cluster/node_files.h"
+#include "cluster/revision_floor.h"
 #include "cluster/waiting.h"
 #include "engine/recovery/recovery.h"
 #include "pools/pool_dir.h"
@@ -225,6 +226,12 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
             continue;
         }
         out.insert(out.end(), rows->begin(), rows->end());
+    }
+    // The store passed the revision guard (read_store) and these are the node's files: the
+    // node remembers the highest revision seen, as its helpers do.
+    if (auto st = cluster::raise_revision_floor(files.state_dir, view->etcd->highest_revision());
+        !st) {
+        return st.error();
     }
     return out;
 }

@@ -85,7 +85,14 @@ struct ClusterPassOptions {
     double every_s = 0;  // run again this often until stopped (a DaemonSet container, a timer)
     std::string textfile_dir;  // also write shmipam_cluster.prom there (node exporter)
 };
+// cluster recover: after the store went back in time (docs/cluster.md).
+struct ClusterRecoverOptions {
+    std::string config;  // the network config holding ipam.etcd
+    std::string node;    // this node's name, if not the config's nodeName
+    bool apply = false;
+};
 int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o);
+int cmd_cluster_recover(const CommonOptions& common, const ClusterRecoverOptions& o);
 int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o);
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o);
 // cluster migrate: the store from the v1 layout to this release's (docs/cluster.md, "Migrating

@@ -1,0 +1,54 @@
+// shmipamctl cluster recover (docs/cluster.md, "The store went back in time"): after etcd was
+// rebuilt from nothing or restored from a snapshot, each node puts back into the store what it
+// still holds (the blocks in its block caches, the fixed claims in its pool states of
+// fixedAddressPools pools), each created only if absent, never taken from another node; and
+// when all of it is in the store again, the node accepts the new store (its remembered revision
+// reset to the store's, its cluster id too), so its helpers claim again.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "tools/cluster_setup.h"
+
+namespace shmipam::tools {
+
+struct RecoverRow {
+    enum class Outcome {
+        kPresent,    // the store gives it to this node already
+        kMissing,    // dry run: absent from the store, would be re-created
+        kRecreated,  // re-created in the store for this node
+        kConflict,   // the store gives it (or its address) to another node: left alone
+        kCannot,     // this node cannot say what to re-create (a cache or state unreadable)
+    };
+    std::string pool;
+    std::string what;  // "block 10.1.0.64/26", "claim sts:shop/db-0/eth0 (10.9.0.5)"
+    Outcome outcome = Outcome::kPresent;
+    std::string why;  // kConflict, kCannot
+};
+
+struct RecoverReport {
+    std::string node;
+    std::vector<RecoverRow> rows;
+    int64_t store_revision = 0;       // the store's revision when first read (before changes)
+    int64_t accepted_revision = 0;    // accepted: the revision the node remembers now
+    int64_t remembered_revision = 0;  // the node's floor before (0: none)
+    std::string floor_problem;        // the floor file could not be read (recovery rewrites it)
+    bool floor_ahead = false;         // the store is behind the node: it went back in time
+    bool id_changed = false;          // the store's cluster id is not the one remembered
+    bool accepted = false;            // --apply: the floor and cluster id were reset
+
+    size_t count(RecoverRow::Outcome o) const;
+    // Whether a dry run found something to do (exit 1), or an apply left something undone.
+    bool work_left(bool applied) const;
+};
+
+// Compares what the node holds with the store and, with `apply`, re-creates what is missing
+// and accepts the store when nothing is in conflict. An error only when the store or the node's
+// directory cannot be read at all (nothing was changed then, or only re-creations, which a
+// second run finds present).
+Expected<RecoverReport> recover_node(const ClusterSetup& setup, bool apply);
+
+}  // namespace shmipam::tools
