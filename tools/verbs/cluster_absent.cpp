@@ -32,5 +32,8 @@ int cmd_cluster_migrate(const CommonOptions&, const ClusterMigrateOptions&) {
 int cmd_cluster_drop_pool(const CommonOptions&, const ClusterDropPoolOptions&) {
     return absent();
 }
+int cmd_cluster_purge(const CommonOptions&, const ClusterPurgeOptions&) {
+    return absent();
+}
 
 }  // namespace shmipam::tools

@@ -118,6 +118,24 @@ void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
     drop->callback([&common, drop_options, &exit_code] {
         exit_code = cmd_cluster_drop_pool(common, *drop_options);
     });
+
+    auto* purge = cluster->add_subcommand(
+        "purge",
+        "remove every block, fixed claim and record shmipam keeps under the config's etcd "
+        "prefix (removing shmipam from a cluster); a dry run unless --confirm repeats the prefix");
+    auto purge_options = std::make_shared<ClusterPurgeOptions>();
+    add_config_option(*purge, purge_options->config);
+    purge->add_option("--live-nodes", purge_options->live_nodes,
+                      "the nodes that exist: a JSON list of names, `kubectl get nodes -o "
+                      "json`, or one name per line; - for stdin")
+        ->required();
+    purge->add_option("--confirm", purge_options->confirm,
+                      "the prefix again (e.g. /shmipam): what makes it act");
+    purge->add_flag("--force", purge_options->force,
+                    "also while blocks or fixed claims name nodes in --live-nodes");
+    purge->callback([&common, purge_options, &exit_code] {
+        exit_code = cmd_cluster_purge(common, *purge_options);
+    });
 }
 
 }  // namespace shmipam::tools

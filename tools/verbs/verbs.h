@@ -113,6 +113,15 @@ struct ClusterDropPoolOptions {
     bool force = false;  // also while blocks or fixed claims of the pool are left
 };
 int cmd_cluster_drop_pool(const CommonOptions& common, const ClusterDropPoolOptions& o);
+// cluster purge: every key of shmipam under the config's prefix removed (removing shmipam from a
+// cluster, docs/operations.md).
+struct ClusterPurgeOptions {
+    std::string config;      // the network config holding ipam.etcd
+    std::string live_nodes;  // a file naming the nodes that exist, or - for stdin
+    std::string confirm;     // must repeat the prefix: the explicit confirmation
+    bool force = false;      // also while blocks or claims name a node in live_nodes
+};
+int cmd_cluster_purge(const CommonOptions& common, const ClusterPurgeOptions& o);
 
 // ---- shared by the verbs (common.cpp) ----
 
