@@ -20,7 +20,9 @@ void add_config_option(CLI::App& verb, std::string& config) {
 
 void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code) {
     auto* cluster = app.add_subcommand(
-        "cluster", "cluster mode (docs/cluster.md): blocks in etcd and on this node");
+        "cluster",
+        "cluster mode (docs/cluster.md): blocks in etcd and on this node: ls, pass, gc, "
+        "recover, migrate, drop-pool, purge");
     cluster->require_subcommand(1);
 
     auto* ls = cluster->add_subcommand(
