@@ -31,7 +31,7 @@ Expected<int> stored_schema_version(EtcdClient& etcd, const std::string& prefix)
     return version_of(**kv).value_or(0);
 }
 
-Status ensure_schema(EtcdClient& etcd, const std::string& prefix) {
+Status ensure_schema(EtcdClient& etcd, const std::string& prefix, bool stamp) {
     auto kv = etcd.get(keys::schema(prefix));
     if (!kv) return kv.error();
     if (*kv) {
@@ -60,6 +60,7 @@ Status ensure_schema(EtcdClient& etcd, const std::string& prefix) {
                 "--config <this network's config> --apply` once every node runs this release "
                 "(docs/cluster.md, \"Migrating the store\"); nothing is claimed until then");
     }
+    if (!stamp) return Ok{};
     // An empty store: this layout from the start. Another writer stamping it at once writes the
     // same record.
     auto made = etcd.create_if_absent(keys::schema(prefix), record().dump());

@@ -10,9 +10,10 @@
 namespace shmipam::cluster {
 
 // Ok when the store holds this release's layout. An empty store (no key of any layout under the
-// prefix) is stamped with it. Code 7 naming what to do for a store of the v1 layout (no version
-// record, v1 keys present) or of another version.
-Status ensure_schema(EtcdClient& etcd, const std::string& prefix);
+// prefix) is stamped with it, unless `stamp` is false (a reader: an empty store reads as empty).
+// Code 7 naming what to do for a store of the v1 layout (no version record, v1 keys present) or
+// of another version.
+Status ensure_schema(EtcdClient& etcd, const std::string& prefix, bool stamp = true);
 
 // The version a store's record names, 0 without one (or one that does not parse: reported by
 // ensure_schema).

@@ -92,7 +92,9 @@ Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision) {
     }
     v.blocks = std::move(*all);
     // The store's layout first: a store of another layout reads as empty, not as this one.
-    if (auto st = cluster::ensure_schema(*v.etcd, prefix); !st) return st.error();
+    if (auto st = cluster::ensure_schema(*v.etcd, prefix, /*stamp=*/false); !st) {
+        return st.error();
+    }
     // Every value that is not what its key says, whatever its kind.
     auto unreadable = cluster::unreadable_values(*v.etcd, prefix);
     if (!unreadable) return unreadable.error();
