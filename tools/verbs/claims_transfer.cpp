@@ -40,11 +40,11 @@ struct ImportOptions {
 const char* use_word(engine::ClaimView::Use u) {
     switch (u) {
         case engine::ClaimView::Use::kInUse:
-            return "in use";
+            return "in-use";
         case engine::ClaimView::Use::kIdle:
             return "idle";
         case engine::ClaimView::Use::kUnknownSandbox:
-            return "in use by an unknown sandbox";
+            return "in-use-unknown-sandbox";
         case engine::ClaimView::Use::kExpiring:
             return "expiring";
     }
