@@ -82,9 +82,9 @@ Expected<ClaimNetwork> read_claim_network(const std::string& path,
     out.path = path;
     out.network.name = doc["name"].get<std::string>();
     out.network.run_dir = default_run_dir;
-    for (auto [key, field] : {std::pair{"runDir", &out.network.run_dir},
-                              std::pair{"dataDir", &out.network.data_dir},
-                              std::pair{"poolsDir", &out.pools_dir}}) {
+    for (auto [key, field] :
+         {std::pair{"runDir", &out.network.run_dir}, std::pair{"dataDir", &out.network.data_dir},
+          std::pair{"poolsDir", &out.pools_dir}}) {
         auto v = cf::opt_string(ipam, key, "ipam.");
         if (!v) return v.error();
         if (!v->empty()) *field = *v;
@@ -129,9 +129,9 @@ Expected<ClaimTarget> claim_target(const ClaimNetwork& net, const engine::IpAddr
             }
         }
         if (holder == nullptr) {
-            return make_error(Code::kInvalidConfig,
-                              address.to_string() + " is in no pool's allocatable addresses in " +
-                                  net.pools_dir);
+            return make_error(
+                Code::kInvalidConfig,
+                address.to_string() + " is in no pool's allocatable addresses in " + net.pools_dir);
         }
         ipam::Request r;
         r.network = net.network;

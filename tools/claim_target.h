@@ -18,7 +18,7 @@ namespace shmipam::tools {
 
 // The parts of one CNI network config file an operator's claim needs.
 struct ClaimNetwork {
-    std::string path;  // the file, for messages
+    std::string path;               // the file, for messages
     engine::NetworkConfig network;  // name, runDir, dataDir, knobs; ranges mode: the ranges
     std::string pools_dir;          // pool mode (ipam.poolsDir)
     bool cluster = false;           // ipam.etcd: cluster mode

@@ -75,8 +75,8 @@ class LifecycleClaims : public ::testing::Test {
     }
     ProcessResult create(const std::string& pod, const std::string& address,
                          std::vector<std::string> more = {}) {
-        std::vector<std::string> args{"claims", "create", "--config", conf(), "--pod", pod,
-                                      "--address", address};
+        std::vector<std::string> args{"claims", "create", "--config",  conf(),
+                                      "--pod",  pod,      "--address", address};
         args.insert(args.end(), more.begin(), more.end());
         return ctl(args);
     }
@@ -424,7 +424,10 @@ TEST_F(LifecycleStates, ARemovalKilledAfterAnyStepIsFinishedByTheNextRun) {
 // or removed, and the next run finishes it.
 TEST_F(LifecycleStates, ARemovalSigkilledAtRandomLeavesTheStateWholeOrRemoved) {
     int whole = 0, removed = 0;
-    for (int round = 0; round < 12; ++round) {
+    // A removal's run takes a few milliseconds, its steps the last of them: the kills sweep it.
+    constexpr int kRounds = 24;
+    constexpr int kFirstKillUs = 1500, kKillStepUs = 250;
+    for (int round = 0; round < kRounds; ++round) {
         fs::remove_all(dir.sub("run"));
         fs::remove_all(dir.sub("data"));
         write_file(dir.sub("pools/gone.yaml"), kGone);
@@ -433,7 +436,7 @@ TEST_F(LifecycleStates, ARemovalSigkilledAtRandomLeavesTheStateWholeOrRemoved) {
         Child child({SHMIPAMCTL_PATH, "--run-dir", dir.sub("run"), "states", "--config", conf(),
                      "remove", "pool/gone", "--apply"},
                     {}, "");
-        std::this_thread::sleep_for(std::chrono::microseconds(200 * round));
+        std::this_thread::sleep_for(std::chrono::microseconds(kFirstKillUs + kKillStepUs * round));
         ::kill(child.pid(), SIGKILL);
         child.wait();
         const bool journal_named = fs::exists(dir.sub("data/_pools/ippool_gone"));

@@ -7,10 +7,8 @@ namespace shmipam::tools {
 namespace {
 
 nlohmann::json row_json(const StateRow& r) {
-    nlohmann::json j{{"state", r.name},
-                     {"arena", r.arena},
-                     {"journal", r.journal},
-                     {"inUse", r.in_use}};
+    nlohmann::json j{
+        {"state", r.name}, {"arena", r.arena}, {"journal", r.journal}, {"inUse", r.in_use}};
     if (!r.error.empty()) j["error"] = r.error;
     return j;
 }

@@ -74,8 +74,7 @@ void register_claims_create(CLI::App& claims, CommonOptions& common, int& exit_c
                      "the pod's CNI network config file (its ranges or poolsDir, runDir, "
                      "dataDir)")
         ->required();
-    verb->add_option("--pod", o->pod, "the pod (or VM with --vm): <namespace>/<name>")
-        ->required();
+    verb->add_option("--pod", o->pod, "the pod (or VM with --vm): <namespace>/<name>")->required();
     verb->add_option("--address", o->address, "the address the claim holds")->required();
     verb->add_option("--ifname", o->ifname, "the pod's interface")->capture_default_str();
     verb->add_option("--policy", o->policy,

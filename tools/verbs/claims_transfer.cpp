@@ -141,7 +141,8 @@ Expected<ImportRecord> read_record(const json& r, const std::string& where) {
     for (const json& a : *addresses) {
         auto parsed = a.is_string() ? engine::IpAddress::parse(a.get<std::string>())
                                     : std::optional<engine::IpAddress>{};
-        if (!parsed) return make_error(Code::kDecode, where + ".addresses: not an address: " + a.dump());
+        if (!parsed)
+            return make_error(Code::kDecode, where + ".addresses: not an address: " + a.dump());
         out.wanted.addresses.push_back(*parsed);
     }
     auto policy = string_field(r, "policy", where);
@@ -209,7 +210,8 @@ int cmd_claims_import(const CommonOptions& common, const ImportOptions& o) {
                                " belongs to " + plan->state + ", not " + rec->network);
         }
         std::vector<std::string> keys{plan->state + " " + plan->key};
-        for (const auto& a : rec->wanted.addresses) keys.push_back(plan->state + " " + a.to_string());
+        for (const auto& a : rec->wanted.addresses)
+            keys.push_back(plan->state + " " + a.to_string());
         for (const std::string& k : keys) {
             if (auto [it, fresh] = seen.emplace(k, i); !fresh) {
                 return cannot_read(where + " and claims[" + std::to_string(it->second) +
@@ -237,8 +239,8 @@ int cmd_claims_import(const CommonOptions& common, const ImportOptions& o) {
     if (conflicts) {
         for (const ClaimPlan& p : plans) {
             if (p.status == ClaimPlan::Status::kConflict) {
-                std::cerr << "shmipamctl: refused: " << p.key << " in " << p.state << ": "
-                          << p.why << "\n";
+                std::cerr << "shmipamctl: refused: " << p.key << " in " << p.state << ": " << p.why
+                          << "\n";
             }
         }
         if (!apply) std::cerr << "shmipamctl: nothing imported\n";

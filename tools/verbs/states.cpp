@@ -2,6 +2,8 @@
 // (shmipamctl ls marks them "withdrawn"), what each still holds; and states remove, which
 // deletes one that holds nothing (anything held is named; --force removes it anyway), crash-safe
 // (tools/state_removal.h). Every run first finishes the removals a killed run left.
+#include "tools/render/states.h"
+
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -13,7 +15,6 @@
 #include "shm/index_file.h"
 #include "tools/claim_target.h"
 #include "tools/render/json.h"
-#include "tools/render/states.h"
 #include "tools/state_removal.h"
 #include "tools/verbs/verbs.h"
 
@@ -62,15 +63,15 @@ std::string holding(const engine::SlotView& s) {
 StateRow row_of(const ClaimNetwork& net, const std::string& state) {
     const PoolStateDirs dirs = dirs_of(net);
     StateRow row{display_of(state)};
-    row.arena = ::access((dirs.arenas + "/" + state + "/" + shm::IndexFile::kFileName).c_str(),
-                         F_OK) == 0;
+    row.arena =
+        ::access((dirs.arenas + "/" + state + "/" + shm::IndexFile::kFileName).c_str(), F_OK) == 0;
     row.journal = ::access((dirs.journals + "/" + state).c_str(), F_OK) == 0;
     ipam::Request r;
     r.network = net.network;
     auto cfg = ipam::reading_config(r, state, *net.catalog);
-    auto store = row.arena ? engine::NetworkStore::open_existing(cfg->state_dir(),
-                                                                  shm::Access::kReadOnly)
-                           : engine::open_network(*cfg);
+    auto store = row.arena
+                     ? engine::NetworkStore::open_existing(cfg->state_dir(), shm::Access::kReadOnly)
+                     : engine::open_network(*cfg);
     if (!store) {
         row.error = store.error().msg;
         return row;
@@ -175,9 +176,8 @@ void register_states(CLI::App& app, CommonOptions& common, int& exit_code) {
     remove->add_flag("--force", o->force, "also when addresses or claims in it are in use");
     remove->add_flag("--apply", o->apply, "remove it");
     add_json_flag(*remove, common);
-    remove->callback([&common, so, o, &exit_code] {
-        exit_code = cmd_states_remove(common, *so, *o);
-    });
+    remove->callback(
+        [&common, so, o, &exit_code] { exit_code = cmd_states_remove(common, *so, *o); });
     verb->callback([verb, &common, so, &exit_code] {
         if (verb->get_subcommands().empty()) exit_code = cmd_states(common, *so);
     });
