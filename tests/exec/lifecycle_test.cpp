@@ -381,6 +381,32 @@ TEST_F(LifecycleStates, AConfiguredPoolsStateAnUnknownOneAndABadNameAreRefused) 
     verify_clean("pool/stay");
 }
 
+// Pool mode: the claim goes to the state of the pool whose allocatable addresses hold it, and
+// the pod's ADD, which picks that pool, gets it.
+TEST_F(LifecycleStates, APoolModeClaimGoesToThePoolHoldingItsAddressAndThePodGetsIt) {
+    json sticky = config(R"({"ipam.shmipam.io/static-ip": "true"})");
+    sticky["args"]["cni"]["labels"] =
+        json::array({{{"key", "statefulset.kubernetes.io/pod-name"}, {"value", "db-0"}}});
+    auto create = [&](const std::string& address) {
+        return ctl({"claims", "create", "--config", conf(), "--pod", "shop/db-0", "--address",
+                    address, "--apply"});
+    };
+    for (const char* outside : {"10.99.0.1", "10.40.0.1", "10.40.0.30"}) {
+        auto r = create(outside);
+        EXPECT_EQ(r.exit_code, 2) << outside << ": " << r.out;
+        EXPECT_NE(r.err.find("in no pool"), std::string::npos) << r.err;
+    }
+    auto made = create("10.40.0.15");
+    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+    EXPECT_NE(made.out.find("in pool/stay"), std::string::npos) << made.out;
+    auto r = run_plugin(
+        cni_env("ADD", "c1", "eth0", "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=db-0"),
+        sticky.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.json()["ips"][0]["address"], "10.40.0.15/24");
+    verify_clean("pool/stay");
+}
+
 // A removal killed after each of its steps (the state each step leaves, made by hand: fault
 // points exist only in the faults build) is finished by the next run, never opened by the
 // plugin meanwhile, and the pool added again gets a fresh state.

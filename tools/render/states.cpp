@@ -43,22 +43,23 @@ std::string states_text(const StatesAnswer& a) {
     return out.str();
 }
 
-nlohmann::json state_removal_json(const StateRow& row, bool applied, bool removed) {
+nlohmann::json state_removal_json(const StateRow& row, bool applied, bool removable, bool removed) {
     nlohmann::json j = row_json(row);
     j["applied"] = applied;
+    j["removable"] = removable;
     j["removed"] = removed;
     return j;
 }
 
-std::string state_removal_text(const StateRow& row, bool applied, bool removed) {
+std::string state_removal_text(const StateRow& row, bool applied, bool removable, bool removed) {
     std::ostringstream out;
     row_text(out, row);
     if (removed) {
         out << "removed " << row.name << "\n";
-    } else if (!applied) {
-        out << "would remove " << row.name << " (dry run: --apply to remove)\n";
-    } else {
+    } else if (!removable) {
         out << "kept " << row.name << ": in use (--force removes it anyway)\n";
+    } else {
+        out << "would remove " << row.name << " (dry run: --apply to remove)\n";
     }
     return out.str();
 }

@@ -23,8 +23,9 @@ struct StatesAnswer {
 nlohmann::json states_json(const StatesAnswer& a);
 std::string states_text(const StatesAnswer& a);
 
-// states remove: the state, whether it was (or would be) removed, and what held it.
-nlohmann::json state_removal_json(const StateRow& row, bool applied, bool removed);
-std::string state_removal_text(const StateRow& row, bool applied, bool removed);
+// states remove: the state, whether it was (or would be) removed, and what held it
+// (`removable`: nothing in use, or --force).
+nlohmann::json state_removal_json(const StateRow& row, bool applied, bool removable, bool removed);
+std::string state_removal_text(const StateRow& row, bool applied, bool removable, bool removed);
 
 }  // namespace shmipam::tools

@@ -145,8 +145,8 @@ int cmd_states_remove(const CommonOptions& common, const StatesOptions& so,
         if (auto st = remove_pool_state(dirs, state); !st) return cannot_read(st.error());
         removed = true;
     }
-    std::cout << (common.json ? json_text(state_removal_json(row, o.apply, removed))
-                              : state_removal_text(row, o.apply, removed));
+    std::cout << (common.json ? json_text(state_removal_json(row, o.apply, removable, removed))
+                              : state_removal_text(row, o.apply, removable, removed));
     if (!removable) {
         std::cerr << "shmipamctl: " << o.state << " holds " << row.in_use.size()
                   << " address(es) in use: not removed (--force removes it anyway)\n";
