@@ -86,8 +86,12 @@ std::vector<std::string> pool_state_names(const PoolStateDirs& dirs) {
 
 Expected<std::vector<std::string>> finish_removals(const PoolStateDirs& dirs) {
     std::vector<std::string> finished = aside_in(dirs.journals);
-    // A run killed between the two renames: the journal is aside, the arena not yet.
+    // A run killed between the two renames: the journal is aside, the arena not yet. Unless a
+    // journal by the state's name exists again: the pool was added back and an ADD has used the
+    // arena since (the window docs/operations.md names); that state is live, and only the old
+    // journal is deleted.
     for (const std::string& state : finished) {
+        if (exists(dirs.journals + "/" + state)) continue;
         if (auto st = set_aside(dirs.arenas, state); !st) return st.error();
     }
     for (const std::string& state : aside_in(dirs.arenas)) {

@@ -28,8 +28,10 @@ inline constexpr const char* kRemovingPrefix = ".removing.";
 // Every state directory ("ippool_<name>", "subnet_<name>") in either directory, sorted.
 std::vector<std::string> pool_state_names(const PoolStateDirs& dirs);
 
-// Completes every removal a killed run left: an arena whose journal is renamed is renamed too,
-// then every ".removing." directory is deleted. The states it finished, by name.
+// Completes every removal a killed run left: an arena whose journal is renamed is renamed too
+// (unless a journal of that name exists again: a pool added back whose ADD used the arena since;
+// that live state is never touched), then every ".removing." directory is deleted. The states
+// it finished, by name.
 Expected<std::vector<std::string>> finish_removals(const PoolStateDirs& dirs);
 
 // Removes the state `state` ("ippool_<name>"): renames as above, then deletes.

@@ -446,6 +446,22 @@ TEST_F(LifecycleStates, ARemovalKilledAfterAnyStepIsFinishedByTheNextRun) {
     }
 }
 
+// The window a removal killed between its two renames leaves: the pool added back and used
+// before the next run. The finish never deletes that live state (it only drops the old journal).
+TEST_F(LifecycleStates, APoolAddedBackBeforeAKilledRemovalIsFinishedIsNeverDeleted) {
+    leave_gone_state();
+    fs::rename(dir.sub("data/_pools/ippool_gone"), dir.sub("data/_pools/.removing.ippool_gone"));
+    write_file(dir.sub("pools/gone.yaml"), kGone);
+    ASSERT_FALSE(add("g2", gone_config()).empty());
+    const json listed = states();
+    EXPECT_EQ(listed["finishedRemovals"].size(), 1u) << listed.dump();
+    EXPECT_TRUE(fs::exists(dir.sub("run/_pools/ippool_gone/index")));
+    EXPECT_TRUE(fs::exists(dir.sub("data/_pools/ippool_gone")));
+    EXPECT_FALSE(fs::exists(dir.sub("data/_pools/.removing.ippool_gone")));
+    auto d = ctl({"dump", "pool/gone", "--json", "--container", "g2"});
+    EXPECT_EQ(d.json()["allocations"].size(), 1u) << d.out;
+}
+
 // SIGKILLed at random moments (no fault points in this build): every time the state is whole
 // or removed, and the next run finishes it.
 TEST_F(LifecycleStates, ARemovalSigkilledAtRandomLeavesTheStateWholeOrRemoved) {
