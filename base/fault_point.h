@@ -61,6 +61,14 @@ inline constexpr std::string_view kClaimRacePoints[] = {
     "claim.before_mark",  // an expiry or an operator's release about to mark a claim expiring
 };
 
+// The steps of shmipamctl states remove (tools/state_removal.cpp): a process killed at any of
+// them leaves the state whole or removed, and the next `shmipamctl states` finishes it.
+inline constexpr std::string_view kStateRemovalPoints[] = {
+    "states.after_journal_aside",  // the journal renamed .removing., the arena not yet
+    "states.after_arena_aside",    // both renamed, nothing deleted
+    "states.after_arena_deleted",  // the arena deleted, the journal not yet
+};
+
 #ifdef SHMIPAM_FAULT_POINTS
 void arm(std::string_view point, Mode mode, int skip);
 // Sleeps this long at every point: widens every window between two steps, so that random kills

@@ -33,6 +33,20 @@ bool claim_by_default(const Request& r) {
     return who && *who && (*who)->by_default;
 }
 
+uint64_t keep_idle_of(const pools::ClaimPolicy& policy) {
+    switch (policy.kind) {
+        case pools::ClaimPolicy::Kind::kNever:
+            break;
+        case pools::ClaimPolicy::Kind::kAtDelete:
+            return format::kKeepIdleNone;
+        case pools::ClaimPolicy::Kind::kAfterIdle:
+            return uint64_t(policy.idle_seconds) + 1;
+        case pools::ClaimPolicy::Kind::kWhileOwnerWants:
+            return format::kKeepIdleWhileOwnerWants;
+    }
+    return format::kKeepIdleForever;
+}
+
 Expected<std::optional<engine::ClaimSpec>> fixed_claim_of(const Request& r) {
     const pools::StickyRules rules = sticky_rules(r);
     // Ordinary pods, the common case, decide on two lookups.
@@ -47,20 +61,7 @@ Expected<std::optional<engine::ClaimSpec>> fixed_claim_of(const Request& r) {
     if (!*who) return std::optional<engine::ClaimSpec>{};
     auto policy = pools::claim_policy(facts, (*who)->by_default);
     if (!policy) return policy.error();
-    engine::ClaimSpec spec{(*who)->key(), format::kKeepIdleForever};
-    switch (policy->kind) {
-        case pools::ClaimPolicy::Kind::kNever:
-            break;
-        case pools::ClaimPolicy::Kind::kAtDelete:
-            spec.keep_idle = format::kKeepIdleNone;
-            break;
-        case pools::ClaimPolicy::Kind::kAfterIdle:
-            spec.keep_idle = uint64_t(policy->idle_seconds) + 1;
-            break;
-        case pools::ClaimPolicy::Kind::kWhileOwnerWants:
-            spec.keep_idle = format::kKeepIdleWhileOwnerWants;
-            break;
-    }
+    engine::ClaimSpec spec{(*who)->key(), keep_idle_of(*policy)};
     return std::optional<engine::ClaimSpec>{std::move(spec)};
 }
 

@@ -21,6 +21,10 @@ pools::StickyRules sticky_rules(const Request& r);
 // the fixed-address pools: elsewhere a sticky address would pin its block to one node).
 bool claim_by_default(const Request& r);
 
+// What the engine keeps of a reclaim policy (format.h, ClaimFields::keep_idle): the one mapping
+// both the plugin's claims and an operator's (shmipamctl claims create) use.
+uint64_t keep_idle_of(const pools::ClaimPolicy& policy);
+
 // The fixed claim this ADD's addresses are held by, or nullopt for an ordinary pod. An error
 // (120) when the pod asks for a static address it cannot have, or its policy cannot be read.
 Expected<std::optional<engine::ClaimSpec>> fixed_claim_of(const Request& r);

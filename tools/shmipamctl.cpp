@@ -16,10 +16,10 @@ namespace {
 
 // In the order --help lists them.
 constexpr RegisterVerb kVerbs[] = {
-    register_ls,        register_dump,    register_verify,  register_repair,  register_release,
-    register_claims,    register_gc,      register_stats,   register_metrics, register_render,
-    register_dump_file, register_explain, register_cluster, register_install,   register_uninstall,
-    register_kubeconfig,
+    register_ls,        register_dump,       register_verify,  register_repair,  register_release,
+    register_claims,    register_states,     register_gc,      register_stats,   register_metrics,
+    register_render,    register_dump_file,  register_explain, register_cluster, register_install,
+    register_uninstall, register_kubeconfig,
 };
 
 }  // namespace

@@ -103,6 +103,13 @@ class Allocator {
     // How many (0 or 1).
     Expected<size_t> release_claim(const std::string& key, const std::string& ifname,
                                    bool in_use_too);
+    // An operator's claim made by hand (shmipamctl claims create/import; docs/operations.md):
+    // the claim entry req.claim names (keyed by fingerprint(req.claim->key, req.key.ifname)),
+    // holding req.requested (and a next-fit address of each range set none is requested for),
+    // committed idle with no sandbox, exactly as an ADD that died after step b leaves it, so
+    // that the name's next ADD binds it. Already there: its addresses, `existing` set, nothing
+    // changed. An address held by anyone else fails as a requested address does.
+    Expected<AddOutcome> create_idle_claim(const AddRequest& req);
     // The clock claims are judged by (unix seconds); tests replace it.
     void use_clock(std::function<uint64_t()> unix_s) { now_s_ = std::move(unix_s); }
 

@@ -70,7 +70,13 @@ void register_claims(CLI::App& app, CommonOptions& common, int& exit_code) {
         "claims", "fixed-address claims: who uses them, their policy, when they expire");
     add_network_argument(*verb, common, false);
     add_json_flag(*verb, common);
-    verb->callback([&common, &exit_code] { exit_code = cmd_claims(common); });
+    register_claims_create(*verb, common, exit_code);
+    register_claims_export(*verb, common, exit_code);
+    register_claims_import(*verb, common, exit_code);
+    // The listing, unless one of claims' own verbs ran (its callback set the exit code).
+    verb->callback([verb, &common, &exit_code] {
+        if (verb->get_subcommands().empty()) exit_code = cmd_claims(common);
+    });
 }
 
 int release_claim(const CommonOptions& common, const ReleaseOptions& o) {

@@ -52,6 +52,12 @@ void register_cluster(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_install(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_kubeconfig(CLI::App& app, CommonOptions& common, int& exit_code);
 void register_uninstall(CLI::App& app, CommonOptions& common, int& exit_code);
+void register_states(CLI::App& app, CommonOptions& common, int& exit_code);
+
+// claims' own verbs (claims_create.cpp, claims_transfer.cpp), added to the claims subcommand.
+void register_claims_create(CLI::App& claims, CommonOptions& common, int& exit_code);
+void register_claims_export(CLI::App& claims, CommonOptions& common, int& exit_code);
+void register_claims_import(CLI::App& claims, CommonOptions& common, int& exit_code);
 
 // Every fixed-address claim of common.network, or of every network and pool state under
 // common.run_dir (claims.cpp): what shmipamctl claims lists, and what uninstall refuses over.

@@ -1,0 +1,197 @@
+#include "tools/claim_target.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ipam/config_fields.h"
+#include "ipam/fixed_claim.h"
+#include "ipam/pool_state.h"
+#include "pools/pool_dir.h"
+#include "pools/selection.h"
+#include "pools/sticky.h"
+
+namespace shmipam::tools {
+
+using nlohmann::json;
+namespace cf = ipam::config_fields;
+
+namespace {
+
+// What Kubernetes allows of a name (a DNS subdomain).
+constexpr size_t kMaxKubernetesName = 253;
+// The policy words an operator may write besides the annotation's syntax.
+constexpr const char* kPolicyNever = "never";
+constexpr const char* kPolicyWhileSetWants = "statefulset";
+
+Status read_ranges(const json& ipam, engine::NetworkConfig& network) {
+    std::vector<engine::RangeSet> sets;
+    auto legacy = cf::parse_range_spec(ipam, "ipam");
+    if (!legacy) return legacy.error();
+    if (!legacy->subnet.empty()) {
+        auto set = engine::make_range_set(std::vector<engine::RangeSpec>{*legacy});
+        if (!set) return make_error(Code::kInvalidConfig, "invalid range set: " + set.error().msg);
+        sets.push_back(*set);
+    }
+    if (auto r = ipam.find("ranges"); r != ipam.end() && !r->is_null()) {
+        auto rs = cf::parse_range_sets(*r, "ipam.ranges");
+        if (!rs) return rs.error();
+        sets.insert(sets.end(), rs->begin(), rs->end());
+    }
+    if (auto st = engine::check_range_sets(sets); !st) return st.error();
+    network.range_sets = std::move(sets);
+    return Ok{};
+}
+
+// The knobs that matter when the claim creates the state (a rebuilt node): the same fields as
+// the plugin reads, with its defaults.
+Status read_knobs(const json& ipam, engine::NetworkConfig& network) {
+    if (auto it = ipam.find("reuseDelay"); it != ipam.end() && !it->is_null()) {
+        auto d = cf::parse_delay_ms(*it);
+        if (!d) return d.error();
+        network.reuse_delay_ms = *d;
+    }
+    auto b4 = cf::parse_block_size(ipam, "blockSize", 16, 30, 24);
+    if (!b4) return b4.error();
+    auto b6 = cf::parse_block_size(ipam, "blockSizeV6", 112, 126, 120);
+    if (!b6) return b6.error();
+    network.block_prefix_v4 = *b4;
+    network.block_prefix_v6 = *b6;
+    auto boot_id = cf::opt_string(ipam, "bootIdFile", "ipam.");
+    if (!boot_id) return boot_id.error();
+    if (!boot_id->empty()) network.boot_id_path = *boot_id;
+    return Ok{};
+}
+
+}  // namespace
+
+Expected<ClaimNetwork> read_claim_network(const std::string& path,
+                                          const std::string& default_run_dir) {
+    std::ifstream in(path);
+    if (!in) return make_error(Code::kIo, "cannot read " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const json doc = json::parse(ss.str(), nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("ipam") ||
+        !doc["ipam"].is_object() || !doc.contains("name") || !doc["name"].is_string()) {
+        return make_error(Code::kDecode,
+                          path + " is not a network config with a name and an ipam section");
+    }
+    const json& ipam = doc["ipam"];
+    ClaimNetwork out;
+    out.path = path;
+    out.network.name = doc["name"].get<std::string>();
+    out.network.run_dir = default_run_dir;
+    for (auto [key, field] :
+         {std::pair{"runDir", &out.network.run_dir}, std::pair{"dataDir", &out.network.data_dir},
+          std::pair{"poolsDir", &out.pools_dir}}) {
+        auto v = cf::opt_string(ipam, key, "ipam.");
+        if (!v) return v.error();
+        if (!v->empty()) *field = *v;
+    }
+    out.cluster = ipam.contains("etcd") && !ipam["etcd"].is_null();
+    if (auto st = read_knobs(ipam, out.network); !st) return st.error();
+    if (out.pools_dir.empty()) {
+        if (auto st = read_ranges(ipam, out.network); !st) return st.error();
+        if (out.network.range_sets.empty() && !out.cluster) {
+            return make_error(Code::kInvalidConfig, path + " has neither ranges nor poolsDir");
+        }
+        return out;
+    }
+    auto catalog = pools::load_pools_dir(out.pools_dir);
+    if (!catalog) return catalog.error();
+    out.catalog = std::make_shared<pools::Catalog>(std::move(*catalog));
+    return out;
+}
+
+Expected<ClaimTarget> claim_target(const ClaimNetwork& net, const engine::IpAddress& address,
+                                   const std::string& want_state) {
+    ClaimTarget t;
+    if (!net.catalog) {
+        bool in_range = false;
+        for (const auto& set : net.network.range_sets) {
+            in_range = in_range || engine::range_index_for(set, address).has_value();
+        }
+        if (!in_range) {
+            return make_error(Code::kInvalidConfig, address.to_string() +
+                                                        " is in no range of network " +
+                                                        net.network.name + " (" + net.path + ")");
+        }
+        t.state = net.network.name;
+        t.cfg = std::make_unique<engine::NetworkConfig>(net.network);
+    } else {
+        const pools::IpPool* holder = nullptr;
+        for (const pools::IpPool& p : net.catalog->pools()) {
+            if (p.family == address.family &&
+                pools::allocatable(p, *net.catalog).contains(address)) {
+                holder = &p;
+                break;
+            }
+        }
+        if (holder == nullptr) {
+            return make_error(
+                Code::kInvalidConfig,
+                address.to_string() + " is in no pool's allocatable addresses in " + net.pools_dir);
+        }
+        ipam::Request r;
+        r.network = net.network;
+        t.state = "pool/" + holder->name;
+        t.cfg = ipam::allocating_config(r, ipam::pool_state_name(holder->name), holder->subnet,
+                                        holder->gateway, pools::allocatable(*holder, *net.catalog));
+        t.network_tag = ipam::network_tag(net.network.name);
+    }
+    if (!want_state.empty() && want_state != t.state) {
+        return make_error(Code::kInvalidConfig, address.to_string() + " belongs to " + t.state +
+                                                    " in " + net.path + ", not to " + want_state);
+    }
+    return t;
+}
+
+Expected<PodName> parse_pod_name(const std::string& text) {
+    const size_t slash = text.find('/');
+    PodName n;
+    if (slash != std::string::npos) {
+        n.namespace_ = text.substr(0, slash);
+        n.name = text.substr(slash + 1);
+    }
+    for (const std::string& part : {n.namespace_, n.name}) {
+        if (slash == std::string::npos || part.empty() || part.size() > kMaxKubernetesName ||
+            part.find_first_of(":/") != std::string::npos) {
+            return make_error(Code::kInvalidConfig,
+                              "\"" + text + "\" is not <namespace>/<name> (Kubernetes names)");
+        }
+    }
+    return n;
+}
+
+std::string claim_key(const PodName& who, const std::string& ifname, bool vm) {
+    pools::StickyIdentity id;
+    id.kind = vm ? pools::StickyKind::kKubeVirt : pools::StickyKind::kStatefulSet;
+    id.namespace_ = who.namespace_;
+    id.name = who.name;
+    id.ifname = ifname;
+    return id.key();
+}
+
+Expected<uint64_t> parse_policy(const std::string& text) {
+    if (text == kPolicyNever) return format::kKeepIdleForever;
+    if (text == kPolicyWhileSetWants) return format::kKeepIdleWhileOwnerWants;
+    if (text.empty()) {
+        return make_error(Code::kInvalidConfig,
+                          "empty policy: say never, statefulset, 0, hours or a duration");
+    }
+    pools::PodFacts facts;
+    facts.annotations[pools::kClaimPolicyAnnotation] = text;
+    auto p = pools::claim_policy(facts);
+    if (!p) return make_error(Code::kInvalidConfig, "policy: " + p.error().msg);
+    return ipam::keep_idle_of(*p);
+}
+
+std::string policy_word(uint64_t keep_idle) {
+    if (keep_idle == format::kKeepIdleForever) return kPolicyNever;
+    if (keep_idle == format::kKeepIdleWhileOwnerWants) return kPolicyWhileSetWants;
+    if (keep_idle == format::kKeepIdleNone) return "0";
+    return std::to_string(keep_idle - 1) + "s";
+}
+
+}  // namespace shmipam::tools
