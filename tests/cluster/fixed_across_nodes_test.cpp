@@ -521,5 +521,46 @@ TEST_F(FixedAcrossNodes, AClaimReMadeHereAtAnotherAddressOrGoneFailsTheOldSandbo
     EXPECT_EQ(add(0, "c1", "db-0").json()["code"], 123);
 }
 
+// The fixed-IP design document's re-creation of a claim deleted by mistake, in cluster mode:
+// `shmipamctl claims create` puts the claim in etcd first, with its policy and idle from now (as
+// the plugin's take would), then on the node; the pod's next start on any node gets its address.
+// Before, cluster mode was refused.
+TEST_F(FixedAcrossNodes, AClaimMadeByHandGoesToEtcdWithItsPolicyAndThePodGetsItOnAnyNode) {
+    const std::string conf = dir.sub("node-0-sts.conf");
+    write_file(conf, sts_config(0, "db-0").dump());
+    const std::vector<std::string> create{"claims", "create", "--config", conf, "--pod",
+                                          "shop/db-0", "--address", "10.78.0.5", "--policy",
+                                          "24"};
+    auto dry = run_ctl(create);
+    EXPECT_EQ(dry.exit_code, 1) << dry.out << dry.err;
+    EXPECT_TRUE(claims_in_etcd().empty()) << "a dry run writes nothing";
+    std::vector<std::string> apply = create;
+    apply.push_back("--apply");
+    auto made = run_ctl(apply);
+    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+    auto claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u);
+    EXPECT_EQ(claims[0].key, "sts:shop/db-0/eth0");
+    EXPECT_EQ(claims[0].address.to_string(), "10.78.0.5");
+    EXPECT_EQ(claims[0].node, "node-0");
+    EXPECT_EQ(claims[0].keep_idle, uint64_t{24} * 3600 + 1) << "the policy, as the plugin's";
+    EXPECT_NE(claims[0].idle_since_unix_s, 0u) << "idle: no sandbox uses it yet";
+    // The pod starts on node 1: it takes the claim over with its address, in use again.
+    auto started = add(1, "c1", "db-0", "24");
+    ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
+    EXPECT_EQ(address(started), "10.78.0.5/28");
+    claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u);
+    EXPECT_EQ(claims[0].node, "node-1");
+    EXPECT_EQ(claims[0].idle_since_unix_s, 0u);
+    // Another pod's claim on that address is refused, naming the holder; nothing written.
+    write_file(conf, sts_config(0, "db-1").dump());
+    auto taken = run_ctl({"claims", "create", "--config", conf, "--pod", "shop/db-1", "--address",
+                          "10.78.0.5", "--apply"});
+    EXPECT_EQ(taken.exit_code, 2) << taken.out << taken.err;
+    EXPECT_NE((taken.out + taken.err).find("10.78.0.5"), std::string::npos) << taken.out;
+    EXPECT_EQ(claims_in_etcd().size(), 1u);
+}
+
 }  // namespace
 }  // namespace shmipam::testing

@@ -1,12 +1,13 @@
 // shmipamctl claims create: a fixed-address claim made by hand (the fixed-IP design document's
 // re-creation of a deleted claim): exactly the claim the pod's ADD would have made (its key,
 // policy and address), idle with no sandbox, so that the pod's next ADD gets that address. A dry
-// run unless --apply. Single node and pool mode; cluster mode (ipam.etcd) is refused: its claim
-// also lives in etcd, which this verb does not write yet.
+// run unless --apply. In cluster mode the claim of a fixedAddressPools pool goes to etcd first
+// with its policy (tools/claim_store.h).
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "tools/claim_plan.h"
+#include "tools/claim_store.h"
 #include "tools/render/claim_plan.h"
 #include "tools/render/json.h"
 #include "tools/verbs/verbs.h"
@@ -38,14 +39,11 @@ int cmd_claims_create(const CommonOptions& common, const CreateOptions& o) {
     if (!keep_idle) return cannot_read(keep_idle.error());
     auto net = read_claim_network(o.config, common.run_dir);
     if (!net) return cannot_read(net.error());
-    if (net->cluster) {
-        return cannot_read(o.config +
-                           " is a cluster mode network (ipam.etcd): its claims live in etcd too, "
-                           "which claims create does not write yet; no claim made");
-    }
     const WantedClaim wanted{*who, o.vm, o.ifname, {*address}, *keep_idle};
     auto plan = plan_claim(*net, wanted);
     if (!plan) return cannot_read(plan.error());
+    // Cluster mode: the store's claim first, as the plugin's ADD takes it before its local one.
+    if (auto st = hold_in_cluster_store(*net, *plan, o.apply); !st) return cannot_read(st.error());
     if (o.apply && plan->status == ClaimPlan::Status::kCreate) {
         if (auto st = apply_claim(*net, *plan); !st) return cannot_read(st.error());
     }

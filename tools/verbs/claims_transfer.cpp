@@ -12,6 +12,7 @@
 
 #include "pools/sticky.h"
 #include "tools/claim_plan.h"
+#include "tools/claim_store.h"
 #include "tools/render/claim_plan.h"
 #include "tools/render/json.h"
 #include "tools/verbs/verbs.h"
@@ -198,13 +199,12 @@ int cmd_claims_import(const CommonOptions& common, const ImportOptions& o) {
         if (net == nullptr) {
             return cannot_read(where + ": no --config serves network " + rec->network);
         }
-        if (net->cluster) {
-            return cannot_read(where + ": " + net->path +
-                               " is a cluster mode network (ipam.etcd): its claims live in etcd "
-                               "too, which claims import does not write yet; nothing imported");
-        }
         auto plan = plan_claim(*net, rec->wanted);
         if (!plan) return cannot_read(where + ": " + plan.error().msg);
+        // Cluster mode: what the store holds is checked too (nothing written yet).
+        if (auto st = hold_in_cluster_store(*net, *plan, false); !st) {
+            return cannot_read(where + ": " + st.error().msg);
+        }
         if (plan->state != rec->network) {
             return cannot_read(where + ": " + rec->wanted.addresses[0].to_string() +
                                " belongs to " + plan->state + ", not " + rec->network);
@@ -230,6 +230,13 @@ int cmd_claims_import(const CommonOptions& common, const ImportOptions& o) {
     if (apply) {
         for (size_t k = 0; k < plans.size(); ++k) {
             if (plans[k].status != ClaimPlan::Status::kCreate) continue;
+            if (auto st = hold_in_cluster_store(*plan_nets[k], plans[k], true); !st) {
+                return cannot_read(st.error());
+            }
+            if (plans[k].status != ClaimPlan::Status::kCreate) {
+                conflicts = true;  // taken in the store since the check
+                continue;
+            }
             if (auto st = apply_claim(*plan_nets[k], plans[k]); !st) return cannot_read(st.error());
             conflicts = conflicts || plans[k].status == ClaimPlan::Status::kConflict;
         }

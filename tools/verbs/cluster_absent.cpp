@@ -1,5 +1,6 @@
 // The cluster verbs of a shmipamctl built without an etcd client: the static build shipped in
 // the image (deploy/Containerfile), which must run on any node and so links no libcurl.
+#include "tools/claim_store.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -34,6 +35,14 @@ int cmd_cluster_drop_pool(const CommonOptions&, const ClusterDropPoolOptions&) {
 }
 int cmd_cluster_purge(const CommonOptions&, const ClusterPurgeOptions&) {
     return absent();
+}
+Status hold_in_cluster_store(const ClaimNetwork& net, ClaimPlan&, bool) {
+    if (!net.cluster) return Ok{};
+    return make_error(Code::kInvalidConfig,
+                      net.path +
+                          " is a cluster mode network (ipam.etcd): its claims live in etcd too, "
+                          "and this shmipamctl (the image's static build) has no etcd client: "
+                          "use the shmipamctl of a build with libcurl");
 }
 
 }  // namespace shmipam::tools
