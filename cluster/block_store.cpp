@@ -22,8 +22,9 @@ std::optional<Block> BlockStore::parse(const KeyValue& kv, const std::optional<G
     if (!cidr || cidr->has_host_bits() || !v.is_object()) return std::nullopt;
     // A block of another size than the pool's, or outside it, is never read as one: a node
     // would allocate addresses another node's block holds (a hand-written "10.1.0.0-16").
-    if (g && (cidr->prefix != g->block_prefix || cidr->address.family != g->pool_cidr.address.family ||
-              !g->pool_cidr.contains(cidr->address))) {
+    if (g &&
+        (cidr->prefix != g->block_prefix || cidr->address.family != g->pool_cidr.address.family ||
+         !g->pool_cidr.contains(cidr->address))) {
         return std::nullopt;
     }
     // Every field of its type: a value written by hand or damaged is skipped and reported, never

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "base/unique_id.h"
 #include "base/base64.h"
+#include "base/unique_id.h"
 
 namespace shmipam::cluster {
 
@@ -230,10 +230,11 @@ Expected<std::optional<KeyValue>> EtcdClient::get(const std::string& key) {
 }
 
 Expected<std::vector<KeyValue>> EtcdClient::get_prefix(const std::string& prefix) {
-    auto j = parsed(call("/v3/kv/range", json{{"key", base::base64_encode(prefix)},
-                                              {"range_end", base::base64_encode(prefix_end(prefix))}}
-                                             .dump()),
-                    header_);
+    auto j =
+        parsed(call("/v3/kv/range", json{{"key", base::base64_encode(prefix)},
+                                         {"range_end", base::base64_encode(prefix_end(prefix))}}
+                                        .dump()),
+               header_);
     if (!j) return j.error();
     std::vector<KeyValue> out;
     if (auto kvs = j->find("kvs"); kvs != j->end() && kvs->is_array()) {
@@ -243,21 +244,23 @@ Expected<std::vector<KeyValue>> EtcdClient::get_prefix(const std::string& prefix
 }
 
 Expected<bool> EtcdClient::any_under(const std::string& prefix) {
-    auto j = parsed(call("/v3/kv/range", json{{"key", base::base64_encode(prefix)},
-                                              {"range_end", base::base64_encode(prefix_end(prefix))},
-                                              {"limit", 1},
-                                              {"keys_only", true}}
-                                             .dump()),
-                    header_);
+    auto j =
+        parsed(call("/v3/kv/range", json{{"key", base::base64_encode(prefix)},
+                                         {"range_end", base::base64_encode(prefix_end(prefix))},
+                                         {"limit", 1},
+                                         {"keys_only", true}}
+                                        .dump()),
+               header_);
     if (!j) return j.error();
     const auto kvs = j->find("kvs");
     return kvs != j->end() && kvs->is_array() && !kvs->empty();
 }
 
 Expected<int64_t> EtcdClient::put(const std::string& key, const std::string& value) {
-    auto j = parsed(call("/v3/kv/put",
-                         json{{"key", base::base64_encode(key)}, {"value", base::base64_encode(value)}}.dump()),
-                    header_);
+    auto j = parsed(
+        call("/v3/kv/put",
+             json{{"key", base::base64_encode(key)}, {"value", base::base64_encode(value)}}.dump()),
+        header_);
     if (!j) return j.error();
     return header_.revision;
 }
@@ -305,8 +308,7 @@ Expected<EtcdClient::Status> EtcdClient::status() {
 // needs glibc 2.36 and so keeps the shipped helpers off hosts with an older glibc.
 std::string nonce() {
     char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx",
-                  static_cast<unsigned long long>(base::unique_id()));
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(base::unique_id()));
     return buf;
 }
 
@@ -327,7 +329,8 @@ Expected<bool> EtcdClient::txn(const std::vector<Compare>& compares,
     for (const Write& w : writes) {
         if (w.value) {
             ops.push_back({{"request_put",
-                            {{"key", base::base64_encode(w.key)}, {"value", base::base64_encode(*w.value)}}}});
+                            {{"key", base::base64_encode(w.key)},
+                             {"value", base::base64_encode(*w.value)}}}});
         } else {
             json range{{"key", base::base64_encode(w.key)}};
             if (w.whole_prefix) range["range_end"] = base::base64_encode(prefix_end(w.key));

@@ -42,8 +42,8 @@ std::optional<FixedClaim> parse_fixed_claim(const std::string& key, const KeyVal
     auto a = address ? engine::IpAddress::parse(*address) : std::nullopt;
     if (!a || !node || !is_node_name(*node) || !text("nonce") || !keep_idle) return std::nullopt;
     if (v.contains("idleSinceUnixS") && !number("idleSinceUnixS")) return std::nullopt;
-    return FixedClaim{key, *a, *node, kv.mod_revision, *keep_idle,
-                      number("idleSinceUnixS").value_or(0)};
+    return FixedClaim{
+        key, *a, *node, kv.mod_revision, *keep_idle, number("idleSinceUnixS").value_or(0)};
 }
 
 namespace {

@@ -68,8 +68,7 @@ class FixedClaims {
     // The claim carries `keep_idle` (the pod's reclaim policy now) and is marked in use.
     Expected<FixedClaim> take(
         const std::string& pool, const std::string& key, const std::string& node,
-        uint64_t keep_idle, const Pick& pick,
-        std::string* moved_from = nullptr,
+        uint64_t keep_idle, const Pick& pick, std::string* moved_from = nullptr,
         const Usable& usable = [](const engine::IpAddress&) { return true; });
     // Gives the claim up if it is still `node`'s and `unheld_here` (asked after the claim was
     // read, before it is deleted at that revision) says the node holds it no more: false when

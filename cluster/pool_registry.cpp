@@ -25,9 +25,9 @@ bool overlap(const Cidr& a, const Cidr& b) {
 }
 
 std::string shape(const Cidr& cidr, int block_prefix) {
-    return exact(cidr).to_string() + (block_prefix == 0 ? std::string(" (fixed addresses)")
-                                                        : " in /" + std::to_string(block_prefix) +
-                                                              " blocks");
+    return exact(cidr).to_string() + (block_prefix == 0
+                                          ? std::string(" (fixed addresses)")
+                                          : " in /" + std::to_string(block_prefix) + " blocks");
 }
 
 const char* kHowToChange =
@@ -73,8 +73,7 @@ Expected<std::optional<RegisteredPool>> registration(EtcdClient& etcd, const std
     return parse_meta(pool, (*kv)->value);
 }
 
-Expected<std::vector<RegisteredPool>> registered_pools(EtcdClient& etcd,
-                                                       const std::string& prefix,
+Expected<std::vector<RegisteredPool>> registered_pools(EtcdClient& etcd, const std::string& prefix,
                                                        std::vector<std::string>* unreadable) {
     auto kvs = etcd.get_prefix(keys::pools(prefix));
     if (!kvs) return kvs.error();
@@ -137,8 +136,7 @@ Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::str
             }
             if (overlap(*c, want)) {
                 return refused("pool " + pool + "'s " + want.to_string() + " overlaps " +
-                               c->to_string() + ", which pool " + holder +
-                               " holds in the cluster");
+                               c->to_string() + ", which pool " + holder + " holds in the cluster");
             }
         }
         // Blocks of the pool cut another way (its meta removed by hand): they would overlap.
@@ -161,8 +159,8 @@ Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::str
             compares.push_back({keys::registry(prefix), EtcdClient::Compare::Target::kCreate, 0});
         }
         if (own_record) {
-            compares.push_back({own_record->key, EtcdClient::Compare::Target::kMod,
-                                own_record->mod_revision});
+            compares.push_back(
+                {own_record->key, EtcdClient::Compare::Target::kMod, own_record->mod_revision});
         } else {
             compares.push_back({keys::cidr(prefix, want), EtcdClient::Compare::Target::kCreate, 0});
         }
@@ -172,9 +170,9 @@ Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::str
         if (!done) return done.error();
         if (*done) return Ok{};
     }
-    return make_error(Code::kTryAgainLater,
-                      "the cluster's pool registry kept changing while pool " + pool +
-                          " was being registered");
+    return make_error(
+        Code::kTryAgainLater,
+        "the cluster's pool registry kept changing while pool " + pool + " was being registered");
 }
 
 Expected<bool> drop_pool(EtcdClient& etcd, const std::string& prefix, const std::string& pool,
@@ -190,7 +188,8 @@ Expected<bool> drop_pool(EtcdClient& etcd, const std::string& prefix, const std:
         {keys::pool_root(prefix, pool), std::nullopt, true},
         {keys::registry(prefix), nonce()},
     };
-    if (meta) compares.push_back({meta->key, EtcdClient::Compare::Target::kMod, meta->mod_revision});
+    if (meta)
+        compares.push_back({meta->key, EtcdClient::Compare::Target::kMod, meta->mod_revision});
     if (cidr_record) {
         compares.push_back(
             {cidr_record->key, EtcdClient::Compare::Target::kMod, cidr_record->mod_revision});

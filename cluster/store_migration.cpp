@@ -150,8 +150,8 @@ Expected<V1Store> read_v1(EtcdClient& etcd, const std::string& prefix, const Cid
     return out;
 }
 
-Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix,
-                                     const V1Store& v1, bool apply) {
+Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix, const V1Store& v1,
+                                     bool apply) {
     if (!v1.problems.empty()) {
         std::string why;
         for (const auto& p : v1.problems) why += (why.empty() ? "" : "; ") + p;
@@ -175,9 +175,9 @@ Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix
         if (!held) return held.error();
         if (*held) {
             if (owner_in((*held)->value, field) == owner_in(value, field)) return Ok{};
-            return make_error(Code::kInvalidConfig,
-                              key + " holds " + (*held)->value + " already, where v1 holds " +
-                                  value + ": resolve it by hand, then migrate again");
+            return make_error(Code::kInvalidConfig, key + " holds " + (*held)->value +
+                                                        " already, where v1 holds " + value +
+                                                        ": resolve it by hand, then migrate again");
         }
         ++count;
         if (!apply) return Ok{};

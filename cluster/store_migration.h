@@ -37,11 +37,11 @@ struct V1Store {
         std::string name;  // the key's last part: a block name, a claim key, an address
         KeyValue kv;
     };
-    std::vector<RegisteredPool> pools;     // as they will be registered
+    std::vector<RegisteredPool> pools;  // as they will be registered
     std::vector<Item> blocks, claims, addresses;
-    std::vector<std::string> skipped;      // v1 values that do not parse: not carried over
-    std::vector<std::string> problems;     // what stops the migration (nothing is written)
-    std::vector<KeyValue> metas;           // the v1 metas, to fence
+    std::vector<std::string> skipped;   // v1 values that do not parse: not carried over
+    std::vector<std::string> problems;  // what stops the migration (nothing is written)
+    std::vector<KeyValue> metas;        // the v1 metas, to fence
 };
 
 // The v1 layout as the store holds it. `cidr_of` gives the CIDR of a pool without a v1 meta
@@ -57,8 +57,8 @@ struct MigrationCounts {
 };
 // With apply false, only counts; with apply true, writes (steps 1 to 4) and counts what it
 // wrote. A v2 key that exists already with another owner is a conflict (code 7, naming it).
-Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix,
-                                     const V1Store& v1, bool apply);
+Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix, const V1Store& v1,
+                                     bool apply);
 
 // Deletes every v1 key (after the migration, once no node runs a v1 release).
 Status remove_v1(EtcdClient& etcd, const std::string& prefix);

@@ -26,15 +26,16 @@ Status hold_in_cluster_store(const ClaimNetwork& net, ClaimPlan& plan, bool appl
     if (!net.cluster || plan.status != ClaimPlan::Status::kCreate) return Ok{};
     const std::string kind = "pool/";
     if (plan.state.compare(0, kind.size(), kind) != 0) {
-        return make_error(Code::kInvalidConfig, "cluster mode serves pools; " + plan.state +
-                                                    " is not one");
+        return make_error(Code::kInvalidConfig,
+                          "cluster mode serves pools; " + plan.state + " is not one");
     }
     const std::string pool = plan.state.substr(kind.size());
     auto setup = read_setup(net.path, "", net.network.run_dir);
     if (!setup) return setup.error();
     const engine::IpAddress& address = plan.wanted.addresses.front();
     if (setup->fixed_pools.count(pool) == 0) {
-        auto cached = cluster::read_block_cache(cluster::block_cache_path(setup->state_dir(), pool));
+        auto cached =
+            cluster::read_block_cache(cluster::block_cache_path(setup->state_dir(), pool));
         if (cached) {
             for (const auto& b : *cached) {
                 if (b.cidr.address.family == address.family && b.cidr.contains(address)) {

@@ -104,7 +104,8 @@ TEST_F(PoolRegistry, APoolsBlockSizeChangesThroughDropPoolAfterTheNodesGiveItsBl
     EXPECT_EQ(blocks_under("shared"), 0u);
     auto dry = run_ctl({"cluster", "drop-pool", "--config", conf, "--pool", "shared"});
     EXPECT_EQ(dry.exit_code, 1) << dry.out << dry.err;
-    auto dropped = run_ctl({"cluster", "drop-pool", "--config", conf, "--pool", "shared", "--apply"});
+    auto dropped =
+        run_ctl({"cluster", "drop-pool", "--config", conf, "--pool", "shared", "--apply"});
     ASSERT_EQ(dropped.exit_code, 0) << dropped.out << dropped.err;
     cluster::EtcdClient client(client_config());
     auto meta = client.get(cluster::keys::meta("/shmipam", "shared"));

@@ -41,8 +41,7 @@ TEST_F(StoreValues, AValueThatIsNotWhatItsKeySaysIsSkippedAndNamedAndNoNodeStops
          R"({"claim": 5})"},
         {cluster::keys::meta("/shmipam", "other"), R"({"cidr": 10, "blockPrefix": "26"})"},
         {cluster::keys::waiter("/shmipam", "shared", "node-9"), R"({"lastUnixS": "x"})"},
-        {cluster::keys::idle_block("/shmipam", "shared", cidr("10.77.0.208/28")),
-         R"({"node": 1})"},
+        {cluster::keys::idle_block("/shmipam", "shared", cidr("10.77.0.208/28")), R"({"node": 1})"},
         {cluster::keys::cidrs("/shmipam") + "10.99.0.0-16", R"(["not", "a", "record"])"},
     };
     for (const auto& [key, value] : bad) ASSERT_TRUE(client.put(key, value)) << key;
@@ -71,9 +70,8 @@ TEST_F(StoreValues, AValueThatIsNotWhatItsKeySaysIsSkippedAndNamedAndNoNodeStops
     auto ls = run_ctl({"cluster", "ls", "--config", config_file(0)});
     EXPECT_EQ(ls.exit_code, 1) << ls.out << ls.err;
     for (const auto& [key, value] : bad) {
-        EXPECT_NE(ls.out.find("unreadable store value: " + key), std::string::npos)
-            << key << "\n"
-            << ls.out;
+        EXPECT_NE(ls.out.find("unreadable store value: " + key), std::string::npos) << key << "\n"
+                                                                                    << ls.out;
     }
     // The operator's other verbs read past them too.
     const std::string live = dir.sub("live");

@@ -70,8 +70,7 @@ int cmd_cluster_migrate(const CommonOptions& common, const ClusterMigrateOptions
     auto n = cluster::migrate_v1(etcd, prefix, *v1, o.apply);
     if (!n) return cannot_read(n.error());
     if (o.apply) {
-        std::cout << "migrated " << v1->pools.size() << " pools: wrote " << counts_text(*n)
-                  << "\n";
+        std::cout << "migrated " << v1->pools.size() << " pools: wrote " << counts_text(*n) << "\n";
     } else if (n->total() != 0) {
         std::cout << "would write " << counts_text(*n) << " for " << v1->pools.size()
                   << " pools (dry run; --apply to act)\n";

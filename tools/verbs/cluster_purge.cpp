@@ -65,8 +65,7 @@ int cmd_cluster_purge(const CommonOptions& common, const ClusterPurgeOptions& o)
         return kExitViolations;
     }
     if (o.confirm.empty()) {
-        std::cout << "would remove " << what << " (dry run; --confirm " << prefix
-                  << " to act)\n";
+        std::cout << "would remove " << what << " (dry run; --confirm " << prefix << " to act)\n";
         return keys->empty() ? kExitClean : kExitViolations;
     }
     auto done = etcd.txn({}, {{prefix + "/", std::nullopt, true}});
