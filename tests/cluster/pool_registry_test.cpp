@@ -119,6 +119,14 @@ TEST_F(PoolRegistry, APoolsBlockSizeChangesThroughDropPoolAfterTheNodesGiveItsBl
     ASSERT_TRUE(blocks);
     ASSERT_EQ(blocks->size(), 1u);
     EXPECT_NE((*blocks)[0].key.find("-27"), std::string::npos) << (*blocks)[0].key;
+    // On node-0, once its state of the old pool is removed, the pool is served in /27 too.
+    auto removed = run_ctl({"--run-dir", dir.sub("node-0/run"), "states", "--config", conf,
+                            "remove", "pool/shared", "--apply"});
+    ASSERT_EQ(removed.exit_code, 0) << removed.out << removed.err;
+    json node0 = node_with_pool(0, "shared", "10.77.0.0/24");
+    node0["ipam"]["blockSize"] = 27;
+    auto served = add(0, node0, "a4");
+    ASSERT_EQ(served.exit_code, 0) << served.out << served.err;
     EXPECT_EQ(run_ctl({"cluster", "drop-pool", "--config", conf, "--pool", "a/b"}).exit_code, 2);
 }
 
