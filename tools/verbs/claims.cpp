@@ -67,7 +67,9 @@ Expected<std::vector<ClaimRow>> list_claims(const CommonOptions& common) {
 
 void register_claims(CLI::App& app, CommonOptions& common, int& exit_code) {
     auto* verb = app.add_subcommand(
-        "claims", "fixed-address claims: who uses them, their policy, when they expire");
+        "claims",
+        "fixed-address claims: who uses them, their policy, when they expire; claims create "
+        "makes one by hand, claims export and claims import back them up and restore them");
     add_network_argument(*verb, common, false);
     add_json_flag(*verb, common);
     register_claims_create(*verb, common, exit_code);
