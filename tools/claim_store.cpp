@@ -23,7 +23,12 @@ Status refuse(ClaimPlan& plan, const std::string& why) {
 }  // namespace
 
 Status hold_in_cluster_store(const ClaimNetwork& net, ClaimPlan& plan, bool apply) {
-    if (!net.cluster || plan.status != ClaimPlan::Status::kCreate) return Ok{};
+    // A claim the node holds already is checked too: the store may have lost it (a node's
+    // claims imported after the store was restored), and is then given it again.
+    if (!net.cluster ||
+        (plan.status != ClaimPlan::Status::kCreate && plan.status != ClaimPlan::Status::kPresent)) {
+        return Ok{};
+    }
     const std::string kind = "pool/";
     if (plan.state.compare(0, kind.size(), kind) != 0) {
         return make_error(Code::kInvalidConfig,
@@ -34,6 +39,7 @@ Status hold_in_cluster_store(const ClaimNetwork& net, ClaimPlan& plan, bool appl
     if (!setup) return setup.error();
     const engine::IpAddress& address = plan.wanted.addresses.front();
     if (setup->fixed_pools.count(pool) == 0) {
+        if (plan.status == ClaimPlan::Status::kPresent) return Ok{};  // the node's own
         auto cached =
             cluster::read_block_cache(cluster::block_cache_path(setup->state_dir(), pool));
         if (cached) {
@@ -65,6 +71,8 @@ Status hold_in_cluster_store(const ClaimNetwork& net, ClaimPlan& plan, bool appl
                                 "'s: the pod's next start takes it over with its address");
     }
     if (*held) return Ok{};
+    // The node holds it and the store does not: the store's claim is (re)made, as a new one is.
+    plan.status = ClaimPlan::Status::kCreate;
     auto record = etcd.get(cluster::keys::address(prefix, pool, address));
     if (!record) return record.error();
     if (*record) {

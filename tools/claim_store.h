@@ -8,7 +8,8 @@
 
 namespace shmipam::tools {
 
-// Ok when nothing is needed (not cluster mode, or the claim is there already). In a pool of
+// Ok when nothing is needed (not cluster mode, or the store holds the claim already; a claim the
+// node holds that the store lacks turns the plan's kPresent into kCreate). In a pool of
 // ipam.fixedAddressPools: the claim is created in the store, carrying its policy and idle
 // from now, if neither it nor its address is held there (never taken over: one another node
 // or claim holds is refused, naming it); with `apply` false only checked. In a pool cut into

@@ -2,14 +2,13 @@
 // pod's claim lives in etcd, in a pool meant for fixed addresses (ipam.fixedAddressPools, never
 // cut into blocks). Simulated nodes exec the real plugin and helper against a real etcd.
 #include <gtest/gtest.h>
-
-#include <map>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -311,8 +310,8 @@ TEST_F(FixedAcrossNodes, PodsStartingAtOnceOnManyNodesGetDistinctAddressesAndOne
 // until an operator releases it (--claim); at-delete goes at once; a timed one counts from its
 // DEL's idle mark, or from the first gc that found its node gone.
 TEST_F(FixedAcrossNodes, ClusterGcFreesAFixedClaimOfANodeGoneOnlyByItsPolicy) {
-    ASSERT_EQ(add(0, "c1", "db-0").exit_code, 0);        // node-0, policy never
-    auto on_gone = add(1, "c2", "db-1");                 // node-1 (gone below), policy never
+    ASSERT_EQ(add(0, "c1", "db-0").exit_code, 0);  // node-0, policy never
+    auto on_gone = add(1, "c2", "db-1");           // node-1 (gone below), policy never
     ASSERT_EQ(on_gone.exit_code, 0) << on_gone.out;
     ASSERT_EQ(add(1, "c3", "db-2", "0").exit_code, 0);   // node-1, at the pod's deletion
     ASSERT_EQ(add(1, "c4", "db-3", "1h").exit_code, 0);  // node-1, an hour idle
@@ -320,8 +319,8 @@ TEST_F(FixedAcrossNodes, ClusterGcFreesAFixedClaimOfANodeGoneOnlyByItsPolicy) {
     const std::string live = dir.sub("live");
     write_file(live, "node-0\n");
     const auto gc = [&](std::vector<std::string> extra) {
-        std::vector<std::string> args{"cluster",      "gc",      "--config", config_file(0),
-                                      "--live-nodes", live,      "--apply",  "--json"};
+        std::vector<std::string> args{"cluster",      "gc", "--config", config_file(0),
+                                      "--live-nodes", live, "--apply",  "--json"};
         args.insert(args.end(), extra.begin(), extra.end());
         return run_ctl(args);
     };
@@ -370,8 +369,9 @@ TEST_F(FixedAcrossNodes, AnOrdinaryPodIsNeverServedFromAFixedAddressPool) {
 TEST_F(FixedAcrossNodes, AClaimOutsideThePoolsAllocatableSetIsReplacedByAnAllocatableAddress) {
     cluster::EtcdClient client(client_config());
     const auto outside = *engine::IpAddress::parse("10.78.0.12");
-    ASSERT_TRUE(client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0"),
-                           R"({"address": "10.78.0.12", "node": "node-0", "nonce": "1", "keepIdle": 0})"));
+    ASSERT_TRUE(
+        client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0"),
+                   R"({"address": "10.78.0.12", "node": "node-0", "nonce": "1", "keepIdle": 0})"));
     ASSERT_TRUE(client.put(cluster::keys::address("/shmipam", "sts", outside),
                            R"({"claim": "sts:shop/db-0/eth0"})"));
     auto r = add(0, "c1", "db-0");
@@ -388,8 +388,9 @@ TEST_F(FixedAcrossNodes, AClaimOutsideThePoolsAllocatableSetIsReplacedByAnAlloca
     EXPECT_FALSE(*stale) << "the unusable address's record is gone with its claim";
     // Another node's claim outside this node's view: taken over, its address and record kept.
     const auto other = *engine::IpAddress::parse("10.78.0.13");
-    ASSERT_TRUE(client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-1/eth0"),
-                           R"({"address": "10.78.0.13", "node": "node-1", "nonce": "2", "keepIdle": 0})"));
+    ASSERT_TRUE(
+        client.put(cluster::keys::claim("/shmipam", "sts", "sts:shop/db-1/eth0"),
+                   R"({"address": "10.78.0.13", "node": "node-1", "nonce": "2", "keepIdle": 0})"));
     ASSERT_TRUE(client.put(cluster::keys::address("/shmipam", "sts", other),
                            R"({"claim": "sts:shop/db-1/eth0"})"));
     auto moved = add(0, "c2", "db-1");
@@ -490,7 +491,8 @@ TEST_F(FixedAcrossNodes, AClaimReMadeHereAtAnotherAddressOrGoneFailsTheOldSandbo
     ASSERT_EQ(address(first), "10.78.0.2/28");
     cluster::EtcdClient client(client_config());
     const std::string claim = cluster::keys::claim("/shmipam", "sts", "sts:shop/db-0/eth0");
-    ASSERT_TRUE(client.put(claim, R"({"address": "10.78.0.5", "node": "node-0", "nonce": "x", "keepIdle": 0})"));
+    ASSERT_TRUE(client.put(
+        claim, R"({"address": "10.78.0.5", "node": "node-0", "nonce": "x", "keepIdle": 0})"));
     ASSERT_TRUE(client.put(
         cluster::keys::address("/shmipam", "sts", *engine::IpAddress::parse("10.78.0.5")),
         R"({"claim": "sts:shop/db-0/eth0"})"));
@@ -528,9 +530,9 @@ TEST_F(FixedAcrossNodes, AClaimReMadeHereAtAnotherAddressOrGoneFailsTheOldSandbo
 TEST_F(FixedAcrossNodes, AClaimMadeByHandGoesToEtcdWithItsPolicyAndThePodGetsItOnAnyNode) {
     const std::string conf = dir.sub("node-0-sts.conf");
     write_file(conf, sts_config(0, "db-0").dump());
-    const std::vector<std::string> create{"claims", "create", "--config", conf, "--pod",
-                                          "shop/db-0", "--address", "10.78.0.5", "--policy",
-                                          "24"};
+    const std::vector<std::string> create{"claims",   "create",    "--config",  conf,
+                                          "--pod",    "shop/db-0", "--address", "10.78.0.5",
+                                          "--policy", "24"};
     auto dry = run_ctl(create);
     EXPECT_EQ(dry.exit_code, 1) << dry.out << dry.err;
     EXPECT_TRUE(claims_in_etcd().empty()) << "a dry run writes nothing";
@@ -559,6 +561,42 @@ TEST_F(FixedAcrossNodes, AClaimMadeByHandGoesToEtcdWithItsPolicyAndThePodGetsItO
                           "10.78.0.5", "--apply"});
     EXPECT_EQ(taken.exit_code, 2) << taken.out << taken.err;
     EXPECT_NE((taken.out + taken.err).find("10.78.0.5"), std::string::npos) << taken.out;
+    EXPECT_EQ(claims_in_etcd().size(), 1u);
+}
+
+// A node's export imported after the store lost its claims (restored from an older backup, or
+// cleared): the import gives the store each claim again before the node's, with its policy; a
+// second import changes nothing.
+TEST_F(FixedAcrossNodes, ClaimsImportInClusterModePutsTheClaimBackInTheStoreToo) {
+    const std::string conf = dir.sub("node-0-sts.conf");
+    write_file(conf, sts_config(0, "db-0").dump());
+    auto made = run_ctl({"--run-dir", dir.sub("node-0/run"), "claims", "create", "--config", conf,
+                         "--pod", "shop/db-0", "--address", "10.78.0.4", "--apply"});
+    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+    const std::string file = dir.sub("claims.json");
+    auto exported =
+        run_ctl({"--run-dir", dir.sub("node-0/run"), "claims", "export", "--out", file});
+    ASSERT_EQ(exported.exit_code, 0) << exported.out << exported.err;
+    cluster::EtcdClient client(client_config());
+    ASSERT_TRUE(
+        client.txn({}, {{cluster::keys::claims("/shmipam", "sts"), std::nullopt, true},
+                        {cluster::keys::addresses("/shmipam", "sts"), std::nullopt, true}}));
+    ASSERT_TRUE(claims_in_etcd().empty());
+    const std::vector<std::string> import{
+        "--run-dir", dir.sub("node-0/run"), "claims", "import", file, "--config", conf};
+    auto dry = run_ctl(import);
+    EXPECT_EQ(dry.exit_code, 1) << dry.out << dry.err;
+    EXPECT_TRUE(claims_in_etcd().empty()) << "a dry run writes nothing";
+    std::vector<std::string> apply = import;
+    apply.push_back("--apply");
+    auto done = run_ctl(apply);
+    ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+    auto claims = claims_in_etcd();
+    ASSERT_EQ(claims.size(), 1u);
+    EXPECT_EQ(claims[0].address.to_string(), "10.78.0.4");
+    EXPECT_EQ(claims[0].node, "node-0");
+    auto again = run_ctl(apply);
+    EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
     EXPECT_EQ(claims_in_etcd().size(), 1u);
 }
 
