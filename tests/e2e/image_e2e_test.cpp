@@ -72,7 +72,7 @@ std::vector<std::string> built_helpers() {
 }
 
 // A request every helper refuses before anything else (another protocol version): code 1.
-constexpr const char* kRefusedRequest = R"({"version": 2, "op": "claim-block"})";
+constexpr const char* kRefusedRequest = R"({"version": 999, "op": "claim-block"})";
 
 void expect_refused(const ProcessResult& r, const std::string& what) {
     EXPECT_EQ(r.exit_code, 1) << what << ": " << r.out << r.err;
