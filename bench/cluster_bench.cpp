@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
                 const std::string node = "claimer-" + std::to_string(c) + "-" + std::to_string(w);
                 shmipam::cluster::protocol::ClaimBlock req;
                 req.scope = {etcd, "claims", node, work + "/claims/" + node};
-                req.geometry.pool_cidr = *shmipam::engine::Cidr::parse("10.128.0.0/9");
+                // Apart from the ADDs' pool (10.200.0.0/16): the store refuses overlapping pools.
+                req.geometry.pool_cidr = *shmipam::engine::Cidr::parse("100.64.0.0/10");
                 req.geometry.block_prefix = 26;
                 req.max_blocks = 100000;
                 const std::string text = shmipam::cluster::protocol::encode(req);
