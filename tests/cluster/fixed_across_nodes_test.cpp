@@ -304,11 +304,11 @@ TEST_F(FixedAcrossNodes, PodsStartingAtOnceOnManyNodesGetDistinctAddressesAndOne
     EXPECT_EQ(sixth.json()["code"], 100) << sixth.out;
 }
 
-// Found by review: `cluster gc` deleted every fixed claim of a node missing from the list,
-// whatever its policy, so a never-reclaim pod rescheduled from a dead node got another address.
-// Now each claim goes by its policy: never is kept (the pod's next start anywhere takes it over)
-// until an operator releases it (--claim); at-delete goes at once; a timed one counts from its
-// DEL's idle mark, or from the first gc that found its node gone.
+// The failure guarded: `cluster gc` deleting every fixed claim of a node missing from the list,
+// whatever its policy, so that a never-reclaim pod rescheduled from a dead node gets another
+// address. Each claim goes by its policy: never is kept (the pod's next start anywhere takes it
+// over) until an operator releases it (--claim); at-delete goes at once; a timed one counts from
+// its DEL's idle mark, or from the first gc that found its node gone.
 TEST_F(FixedAcrossNodes, ClusterGcFreesAFixedClaimOfANodeGoneOnlyByItsPolicy) {
     ASSERT_EQ(add(0, "c1", "db-0").exit_code, 0);  // node-0, policy never
     auto on_gone = add(1, "c2", "db-1");           // node-1 (gone below), policy never
@@ -526,7 +526,6 @@ TEST_F(FixedAcrossNodes, AClaimReMadeHereAtAnotherAddressOrGoneFailsTheOldSandbo
 // The fixed-IP design document's re-creation of a claim deleted by mistake, in cluster mode:
 // `shmipamctl claims create` puts the claim in etcd first, with its policy and idle from now (as
 // the plugin's take would), then on the node; the pod's next start on any node gets its address.
-// Before, cluster mode was refused.
 TEST_F(FixedAcrossNodes, AClaimMadeByHandGoesToEtcdWithItsPolicyAndThePodGetsItOnAnyNode) {
     const std::string conf = dir.sub("node-0-sts.conf");
     write_file(conf, sts_config(0, "db-0").dump());

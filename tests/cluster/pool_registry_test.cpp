@@ -40,9 +40,9 @@ class PoolRegistry : public SimulatedNodes {
     }
 };
 
-// Found by review: blocks were keyed by the pool's name alone, so the same CIDR under another
-// name (a pool re-created so, or named otherwise on another node) gave each block two owners.
-// A pool's CIDR is now registered to one name, and another name for it is refused (7).
+// The failure guarded: the same CIDR under another name (a pool re-created so, or named
+// otherwise on another node) giving each block two owners. A pool's CIDR is registered to one
+// name, and another name for it is refused (7).
 TEST_F(PoolRegistry, APoolOfTheSameCidrUnderAnotherNameIsRefusedNotGivenTwoOwners) {
     auto first = add(0, node_with_pool(0, "shared", "10.77.0.0/24"), "a1");
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
@@ -58,9 +58,9 @@ TEST_F(PoolRegistry, APoolOfTheSameCidrUnderAnotherNameIsRefusedNotGivenTwoOwner
     EXPECT_EQ(blocks_under("wider"), 0u);
 }
 
-// Found by review: with the pool's meta deleted by hand, a node asking for another block size
-// claimed blocks of that size over the ones there (claim_next compared network addresses, not
-// sizes). The registration is now refused while blocks of another size are in the store.
+// The failure guarded: with the pool's meta deleted by hand, a node asking for another block
+// size claiming blocks of that size over the ones there. The registration is refused while
+// blocks of another size are in the store, and a claim skips any block overlapping a stored one.
 TEST_F(PoolRegistry, AMetaDeletedByHandDoesNotLetBlocksOfAnotherSizeOverlap) {
     auto first = add(0, node_with_pool(0, "shared", "10.77.0.0/24"), "a1");
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;

@@ -21,11 +21,10 @@ engine::Cidr cidr(const char* text) {
     return *engine::Cidr::parse(text);
 }
 
-// Found by review: one wrong-typed field under the prefix (`{"node": 7}` in a block, a claim's
-// node a list) aborted the helper on every node (the plugin answered 999 "killed by signal 6"),
-// and a hand-written block key of another size naming a node let that node allocate across the
-// whole pool. Each such value is now skipped, never read as a block or claim, and named by
-// `cluster ls`.
+// The failures guarded: one wrong-typed field under the prefix (`{"node": 7}` in a block, a
+// claim's node a list) aborting the helper on every node, and a hand-written block key of
+// another size naming a node letting that node allocate across the whole pool. Each such value
+// is skipped, never read as a block or claim, and named by `cluster ls`.
 TEST_F(StoreValues, AValueThatIsNotWhatItsKeySaysIsSkippedAndNamedAndNoNodeStops) {
     add_pods(0, 1);  // the pool registered, node-0's first block
     cluster::EtcdClient client(client_config());

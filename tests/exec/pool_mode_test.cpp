@@ -615,8 +615,8 @@ spec: {subnet: "fd00:41::/64", ips: ["fd00:41::10"]}
     EXPECT_EQ(held, 1u) << "the IPv4 address of the failed ADD was released: " << dump.out;
 }
 
-// Issue 29 item 6: an alias bomb beside a good pool file. Before the bound an ADD of the network
-// parsed the bomb without end (19.8 GB resident, no answer in 60 s; not run before the fix).
+// An alias bomb beside a good pool file: unbounded, an ADD of the network would parse it without
+// end (19.8 GB resident, no answer in 60 s); bounded, it is refused once, naming the bound.
 TEST_F(PoolMode, AnAliasBombFileIsRefusedOnceAndTheGoodPoolsKeepServingQuickly) {
     std::string bomb = "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
                        "metadata:\n  name: bomb\n  labels:\n"
