@@ -1,5 +1,6 @@
-// The store went back in time (docs/cluster.md, "The store went back in time"): etcd rebuilt from nothing with the same flags answers with the same cluster id, an empty
-// store and a revision back near 1. Simulated nodes exec the real plugin, helper and shmipamctl
+// The store went back in time (docs/cluster.md, "The store went back in time"): etcd rebuilt
+// from nothing with the same flags answers with the same cluster id, an empty store and a
+// revision back near 1. Simulated nodes exec the real plugin, helper and shmipamctl
 // against a real 3-member etcd, which the test rebuilds: the nodes refuse it (code 7) instead of
 // claiming from it again, and `shmipamctl cluster recover` on each node puts back what it holds.
 #include <gtest/gtest.h>
