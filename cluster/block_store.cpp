@@ -54,11 +54,17 @@ Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool,
                                                 std::vector<std::string>* unreadable) {
     auto g = geometry(pool);
     if (!g) return g.error();
+    return blocks_cut_as(pool, *g, unreadable);
+}
+
+Expected<std::vector<Block>> BlockStore::blocks_cut_as(const std::string& pool,
+                                                       const std::optional<Geometry>& g,
+                                                       std::vector<std::string>* unreadable) {
     auto kvs = etcd_.get_prefix(keys::blocks(prefix_, pool));
     if (!kvs) return kvs.error();
     std::vector<Block> out;
     for (const KeyValue& kv : *kvs) {
-        if (auto b = parse(kv, *g)) {
+        if (auto b = parse(kv, g)) {
             out.push_back(*b);
         } else if (unreadable != nullptr) {
             unreadable->push_back(kv.key);
@@ -71,16 +77,28 @@ Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks(
     std::vector<std::string>* unreadable) {
     auto kvs = etcd_.get_prefix(keys::pools(prefix_));
     if (!kvs) return kvs.error();
-    // Each pool's geometry first (its meta sorts after its blocks), to read its blocks by.
-    std::map<std::string, std::optional<Geometry>> geometry_of;
-    for (const KeyValue& kv : *kvs) {
-        auto k = keys::split(prefix_, kv.key, keys::kMeta);
-        if (k && k->rest.empty()) geometry_of[k->pool] = parse_geometry(kv);
+    return blocks_by_pool(prefix_, *kvs, unreadable);
+}
+
+std::map<std::string, std::optional<BlockStore::Geometry>> BlockStore::geometries(
+    const std::string& prefix, const std::vector<KeyValue>& kvs) {
+    std::map<std::string, std::optional<Geometry>> out;
+    for (const KeyValue& kv : kvs) {
+        auto k = keys::split(prefix, kv.key, keys::kMeta);
+        if (k && k->rest.empty()) out[k->pool] = parse_geometry(kv);
     }
+    return out;
+}
+
+std::map<std::string, std::vector<Block>> BlockStore::blocks_by_pool(
+    const std::string& prefix, const std::vector<KeyValue>& kvs,
+    std::vector<std::string>* unreadable) {
+    // Each pool's geometry first (its meta sorts after its blocks), to read its blocks by.
+    const auto geometry_of = geometries(prefix, kvs);
     std::map<std::string, std::vector<Block>> out;
-    for (const KeyValue& kv : *kvs) {
+    for (const KeyValue& kv : kvs) {
         // The pools' meta keys, claims and addresses are not blocks.
-        auto k = keys::split(prefix_, kv.key, keys::kBlocks);
+        auto k = keys::split(prefix, kv.key, keys::kBlocks);
         if (!k) continue;
         const auto g = geometry_of.find(k->pool);
         if (auto b = parse(kv, g == geometry_of.end() ? std::nullopt : g->second)) {
@@ -154,7 +172,9 @@ Expected<std::optional<Block>> BlockStore::claim_next(
     const std::string& pool, const Cidr& pool_cidr, int block_prefix, const std::string& node,
     size_t max_blocks, bool* at_cap, const std::function<bool(const Cidr&)>& worth) {
     if (at_cap != nullptr) *at_cap = false;
-    auto owned = blocks(pool);
+    // Read as the caller cuts the pool (its registration checked before: no meta read again).
+    auto owned =
+        blocks_cut_as(pool, Geometry{Cidr{pool_cidr.network(), pool_cidr.prefix}, block_prefix});
     if (!owned) return owned.error();
     size_t mine = 0;
     for (const Block& b : *owned) mine += b.node == node;
@@ -166,10 +186,7 @@ Expected<std::optional<Block>> BlockStore::claim_next(
     // the registered size, but a block's size is never trusted to say what it covers).
     const auto taken = [&](const Cidr& c) {
         for (const Block& b : *owned) {
-            if (b.cidr.address.family == c.address.family &&
-                (b.cidr.contains(c.network()) || c.contains(b.cidr.network()))) {
-                return true;
-            }
+            if (cidrs_overlap(b.cidr, c)) return true;
         }
         return false;
     };
@@ -195,7 +212,8 @@ Expected<Block> BlockStore::claim_holding(const std::string& pool, const Cidr& p
     const Cidr block{address, block_prefix};
     const Cidr exact{block.network(), block_prefix};
     if (max_blocks != SIZE_MAX) {
-        auto owned = blocks(pool);
+        auto owned = blocks_cut_as(
+            pool, Geometry{Cidr{pool_cidr.network(), pool_cidr.prefix}, block_prefix});
         if (!owned) return owned.error();
         size_t mine = 0;
         for (const Block& b : *owned) {

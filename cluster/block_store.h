@@ -45,6 +45,14 @@ class BlockStore {
     // `unreadable` (if given) gets the keys of values that are not a block (skipped).
     Expected<std::map<std::string, std::vector<Block>>> all_blocks(
         std::vector<std::string>* unreadable = nullptr);
+    // The same of `kvs`, everything under <prefix>/v2/pools/ as one read gave it; and each pool's
+    // geometry as its meta there says (nullopt: not readable).
+    struct Geometry;
+    static std::map<std::string, std::vector<Block>> blocks_by_pool(
+        const std::string& prefix, const std::vector<KeyValue>& kvs,
+        std::vector<std::string>* unreadable = nullptr);
+    static std::map<std::string, std::optional<Geometry>> geometries(
+        const std::string& prefix, const std::vector<KeyValue>& kvs);
     // The pool's blocks, in the order `node` tries them (starting at a hash of its name).
     static std::vector<engine::Cidr> claim_order(const engine::Cidr& pool_cidr, int block_prefix,
                                                  const std::string& node);
@@ -86,6 +94,10 @@ class BlockStore {
     const std::string& prefix() const { return prefix_; }
 
   private:
+    // The pool's blocks read as cut by `g` (nullopt: by their keys alone).
+    Expected<std::vector<Block>> blocks_cut_as(const std::string& pool,
+                                               const std::optional<Geometry>& g,
+                                               std::vector<std::string>* unreadable = nullptr);
     Expected<std::optional<Block>> try_claim(const std::string& pool, const engine::Cidr& block,
                                              const std::string& node);
 

@@ -19,11 +19,6 @@ Cidr exact(const Cidr& c) {
     return Cidr{c.network(), c.prefix};
 }
 
-bool overlap(const Cidr& a, const Cidr& b) {
-    return a.address.family == b.address.family &&
-           (a.contains(b.network()) || b.contains(a.network()));
-}
-
 std::string shape(const Cidr& cidr, int block_prefix) {
     return exact(cidr).to_string() + (block_prefix == 0
                                           ? std::string(" (fixed addresses)")
@@ -43,6 +38,11 @@ Status refused(const std::string& why) {
 }
 
 }  // namespace
+
+bool cidrs_overlap(const Cidr& a, const Cidr& b) {
+    return a.address.family == b.address.family &&
+           (a.contains(b.network()) || b.contains(a.network()));
+}
 
 std::string pool_of_record(const KeyValue& kv) {
     const json v = json::parse(kv.value, nullptr, false);
@@ -71,23 +71,6 @@ Expected<std::optional<RegisteredPool>> registration(EtcdClient& etcd, const std
     if (!kv) return kv.error();
     if (!*kv) return std::optional<RegisteredPool>{};
     return parse_meta(pool, (*kv)->value);
-}
-
-Expected<std::vector<RegisteredPool>> registered_pools(EtcdClient& etcd, const std::string& prefix,
-                                                       std::vector<std::string>* unreadable) {
-    auto kvs = etcd.get_prefix(keys::pools(prefix));
-    if (!kvs) return kvs.error();
-    std::vector<RegisteredPool> out;
-    for (const KeyValue& kv : *kvs) {
-        auto k = keys::split(prefix, kv.key, keys::kMeta);
-        if (!k || !k->rest.empty()) continue;
-        if (auto m = parse_meta(k->pool, kv.value)) {
-            out.push_back(*m);
-        } else if (unreadable != nullptr) {
-            unreadable->push_back(kv.key);
-        }
-    }
-    return out;
 }
 
 Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::string& pool,
@@ -134,7 +117,7 @@ Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::str
                                "node's pool gives " +
                                want.to_string());
             }
-            if (overlap(*c, want)) {
+            if (cidrs_overlap(*c, want)) {
                 return refused("pool " + pool + "'s " + want.to_string() + " overlaps " +
                                c->to_string() + ", which pool " + holder + " holds in the cluster");
             }

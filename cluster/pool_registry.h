@@ -39,17 +39,15 @@ struct RegisteredPool {
 Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::string& pool,
                      const engine::Cidr& pool_cidr, int block_prefix);
 
-// Every registered pool, by its meta key; `unreadable` (if given) gets the keys of metas that do
-// not parse (skipped).
-Expected<std::vector<RegisteredPool>> registered_pools(
-    EtcdClient& etcd, const std::string& prefix, std::vector<std::string>* unreadable = nullptr);
-
 // The pool's registration: nullopt when it has none (or it does not parse).
 Expected<std::optional<RegisteredPool>> registration(EtcdClient& etcd, const std::string& prefix,
                                                      const std::string& pool);
 
 // The pool a CIDR record names, or "" when it does not parse.
 std::string pool_of_record(const KeyValue& kv);
+
+// Whether two CIDRs share an address (of one family, one holds the other's network address).
+bool cidrs_overlap(const engine::Cidr& a, const engine::Cidr& b);
 
 // A meta value read (the pool named by the caller), or nullopt when it is not one.
 std::optional<RegisteredPool> parse_meta(const std::string& pool, const std::string& value);

@@ -18,11 +18,6 @@ namespace {
 // a message that says why.
 const char* kFencedCidr = "migrated to the v2 layout: upgrade shmipam on this node";
 
-bool overlap(const Cidr& a, const Cidr& b) {
-    return a.address.family == b.address.family &&
-           (a.contains(b.network()) || b.contains(a.network()));
-}
-
 std::optional<json> object_of(const std::string& text) {
     json v = json::parse(text, nullptr, false);
     if (!v.is_object()) return std::nullopt;
@@ -115,7 +110,7 @@ Expected<V1Store> read_v1(EtcdClient& etcd, const std::string& prefix, const Cid
     }
     for (size_t i = 0; i < out.pools.size(); ++i) {
         for (size_t j = i + 1; j < out.pools.size(); ++j) {
-            if (overlap(out.pools[i].cidr, out.pools[j].cidr)) {
+            if (cidrs_overlap(out.pools[i].cidr, out.pools[j].cidr)) {
                 out.problems.push_back("pools " + out.pools[i].pool + " (" +
                                        out.pools[i].cidr.to_string() + ") and " +
                                        out.pools[j].pool + " (" + out.pools[j].cidr.to_string() +

@@ -35,16 +35,11 @@ bool cidr_record(const std::string& name, const KeyValue& kv) {
 
 }  // namespace
 
-Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std::string& prefix) {
-    auto kvs = etcd.get_prefix(keys::pools(prefix));
-    if (!kvs) return kvs.error();
-    std::map<std::string, std::optional<BlockStore::Geometry>> geometry_of;
-    for (const KeyValue& kv : *kvs) {
-        auto k = keys::split(prefix, kv.key, keys::kMeta);
-        if (k && k->rest.empty()) geometry_of[k->pool] = BlockStore::parse_geometry(kv);
-    }
+Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std::string& prefix,
+                                                     const std::vector<KeyValue>& pool_kvs) {
+    auto geometry_of = BlockStore::geometries(prefix, pool_kvs);
     std::vector<std::string> out;
-    for (const KeyValue& kv : *kvs) {
+    for (const KeyValue& kv : pool_kvs) {
         bool readable = false;
         if (auto m = keys::split(prefix, kv.key, keys::kMeta); m && m->rest.empty()) {
             readable = geometry_of[m->pool].has_value();

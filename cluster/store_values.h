@@ -14,7 +14,9 @@ namespace shmipam::cluster {
 
 // The keys under <prefix>/v2/pools/ and <prefix>/v2/cidrs/ whose value is not what the key says
 // (a field missing or of another type, a key that does not parse, a block of another size than
-// its pool's registration or outside it, a key of no known kind), in key order.
-Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std::string& prefix);
+// its pool's registration or outside it, a key of no known kind), in key order. `pool_kvs`:
+// everything under <prefix>/v2/pools/ as the caller read it (the CIDR records are read here).
+Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std::string& prefix,
+                                                     const std::vector<KeyValue>& pool_kvs);
 
 }  // namespace shmipam::cluster

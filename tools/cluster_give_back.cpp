@@ -62,6 +62,32 @@ Expected<std::vector<IdleHere>> record_idle(const ClusterSetup& setup, cluster::
     return out;
 }
 
+// Gives `block` of the node's pool back, even its last, through the helper's release (the block
+// held whole in its arena first), or the release of a block of a pool with no state here.
+// nullopt when it cannot be held (a SpiderIPPool and a subnet of one name: the hold covers one
+// arena only).
+Expected<std::optional<cluster::protocol::ReleaseAnswer>> give_back_one(
+    const ClusterSetup& setup, cluster::BlockStore& store, const cluster::NodeFiles& files,
+    const std::string& pool, const PoolUse& use, const engine::Cidr& block, uint64_t min_age_s) {
+    using Answer = std::optional<cluster::protocol::ReleaseAnswer>;
+    if (use.found != PoolUse::Found::kNone && use.arenas.size() != 1) return Answer{};
+    auto owned = store.blocks(pool);
+    if (!owned) return owned.error();
+    const cluster::protocol::ReleaseBlock req{
+        {setup.etcd, pool, setup.node, files.state_dir},
+        block,
+        use.arenas.empty() ? "" : state_dir_of(setup.run_dir, use.arenas.front()),
+        min_age_s,
+        /*even_last=*/true};
+    auto released = use.found == PoolUse::Found::kNone
+                        ? cluster_helper::release_unused_block(
+                              req, store, *owned,
+                              [&] { return has_pool_state(setup.run_dir, setup.data_dir, pool); })
+                        : cluster_helper::release_block(req, store, *owned);
+    if (!released) return released.error();
+    return Answer{*released};
+}
+
 }  // namespace
 
 Expected<std::optional<PassRow>> give_back_for_waiters(
@@ -134,27 +160,10 @@ Expected<std::optional<PassRow>> give_back_for_waiters(
               [](const IdleHere& a, const IdleHere& b) { return a.since_unix_s < b.since_unix_s; });
     const std::vector<std::string> names(waiting_nodes.begin(), waiting_nodes.end());
     for (const auto& c : candidates) {
-        auto owned = store.blocks(pool);
-        if (!owned) return owned.error();
-        const cluster::protocol::ReleaseBlock req{
-            {setup.etcd, pool, setup.node, files.state_dir},
-            c.block->cidr,
-            use.arenas.empty() ? "" : state_dir_of(setup.run_dir, use.arenas.front()),
-            setup.block_min_age_s,
-            /*even_last=*/true};
-        Expected<cluster::protocol::ReleaseAnswer> released = cluster::protocol::ReleaseAnswer{};
-        if (use.found == PoolUse::Found::kNone) {
-            released = cluster_helper::release_unused_block(req, store, *owned, [&] {
-                return has_pool_state(setup.run_dir, setup.data_dir, pool);
-            });
-        } else if (use.arenas.size() == 1) {
-            released = cluster_helper::release_block(req, store, *owned);
-        } else {
-            // A SpiderIPPool and a subnet of one name: the hold covers one arena only.
-            continue;
-        }
+        auto released =
+            give_back_one(setup, store, files, pool, use, c.block->cidr, setup.block_min_age_s);
         if (!released) return released.error();
-        if (!released->released) continue;
+        if (!*released || !(*released)->released) continue;
         if (auto st = waiting.clear_idle(pool, c.block->cidr); !st) return st.error();
         return std::optional<PassRow>{
             PassRow{pool, c.block->cidr.to_string(), PassRow::Action::kGaveBack, 0, "", names}};
@@ -176,29 +185,12 @@ Expected<std::vector<PassRow>> give_back_withdrawn(const ClusterSetup& setup,
     if (mine.empty()) return out;
     const PoolUse use = pool_use(setup.run_dir, setup.data_dir, pool, mine.front()->cidr.prefix);
     for (const cluster::Block* b : mine) {
-        auto owned = store.blocks(pool);
-        if (!owned) return owned.error();
         // No minimum age: no ADD claims in a pool that is not configured; the release still
         // holds the block's every slot first, so an ADD of a pool file put back meanwhile
         // cannot take an address in it.
-        const cluster::protocol::ReleaseBlock req{
-            {setup.etcd, pool, setup.node, files.state_dir},
-            b->cidr,
-            use.arenas.empty() ? "" : state_dir_of(setup.run_dir, use.arenas.front()),
-            /*min_age_s=*/0,
-            /*even_last=*/true};
-        Expected<cluster::protocol::ReleaseAnswer> released = cluster::protocol::ReleaseAnswer{};
-        if (use.found == PoolUse::Found::kNone) {
-            released = cluster_helper::release_unused_block(req, store, *owned, [&] {
-                return has_pool_state(setup.run_dir, setup.data_dir, pool);
-            });
-        } else if (use.arenas.size() == 1) {
-            released = cluster_helper::release_block(req, store, *owned);
-        } else {
-            continue;  // a SpiderIPPool and a subnet of one name: the hold covers one arena only
-        }
+        auto released = give_back_one(setup, store, files, pool, use, b->cidr, /*min_age_s=*/0);
         if (!released) return released.error();
-        if (!released->released) continue;  // an address in use or cooling: kept
+        if (!*released || !(*released)->released) continue;  // in use or cooling: kept
         if (auto st = waiting.clear_idle(pool, b->cidr); !st) return st.error();
         PassRow row{pool, b->cidr.to_string(), PassRow::Action::kGaveBack};
         row.why = "its pool is no longer configured on this node";

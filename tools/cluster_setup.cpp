@@ -4,10 +4,11 @@
 
 #include "base/directory.h"
 #include "cluster/etcd_config.h"
-#include "cluster/store_schema.h"
-#include "cluster/store_values.h"
+#include "cluster/key_schema.h"
 #include "cluster/node_name.h"
 #include "cluster/revision_floor.h"
+#include "cluster/store_schema.h"
+#include "cluster/store_values.h"
 #include "ipam/pool_config.h"
 #include "tools/verbs/verbs.h"
 
@@ -81,8 +82,9 @@ Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision) {
     if (!cfg) return cfg.error();
     StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}, {}};
     const std::string prefix = cluster::etcd_prefix(setup.etcd);
-    auto all = cluster::BlockStore(*v.etcd, prefix).all_blocks();
-    if (!all) return all.error();
+    // One read of every pool's keys: the blocks and the values checked come from it.
+    auto kvs = v.etcd->get_prefix(cluster::keys::pools(prefix));
+    if (!kvs) return kvs.error();
     // Read only: ls, gc and the pass never raise the floor here (the pass does once it passed).
     if (check_revision) {
         if (auto st = cluster::check_revision_floor(setup.state_dir(), v.etcd->highest_revision());
@@ -90,13 +92,13 @@ Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision) {
             return st.error();
         }
     }
-    v.blocks = std::move(*all);
+    v.blocks = cluster::BlockStore::blocks_by_pool(prefix, *kvs);
     // The store's layout first: a store of another layout reads as empty, not as this one.
     if (auto st = cluster::ensure_schema(*v.etcd, prefix, /*stamp=*/false); !st) {
         return st.error();
     }
     // Every value that is not what its key says, whatever its kind.
-    auto unreadable = cluster::unreadable_values(*v.etcd, prefix);
+    auto unreadable = cluster::unreadable_values(*v.etcd, prefix, *kvs);
     if (!unreadable) return unreadable.error();
     v.unreadable = std::move(*unreadable);
     return v;

@@ -58,7 +58,8 @@ int cmd_cluster_drop_pool(const CommonOptions& common, const ClusterDropPoolOpti
         ++held_by[b ? b->node : "(unreadable)"];
     }
     for (const auto& kv : *claims) {
-        auto c = cluster::parse_fixed_claim(kv.key.substr(kv.key.rfind("/claims/") + 8), kv);
+        const auto k = cluster::keys::split(prefix, kv.key, cluster::keys::kClaims);
+        auto c = k ? cluster::parse_fixed_claim(k->rest, kv) : std::nullopt;
         ++held_by[c ? c->node : "(unreadable)"];
     }
     std::string holders;
