@@ -21,6 +21,12 @@ json value_of(const engine::IpAddress& a, const std::string& node, uint64_t keep
 
 }  // namespace
 
+std::string claim_of_address_record(const KeyValue& record) {
+    const json v = json::parse(record.value, nullptr, false);
+    const auto claim = v.is_object() ? v.find("claim") : v.end();
+    return v.is_object() && claim != v.end() && claim->is_string() ? claim->get<std::string>() : "";
+}
+
 std::optional<FixedClaim> parse_fixed_claim(const std::string& key, const KeyValue& kv) {
     const json v = json::parse(kv.value, nullptr, false);
     if (!v.is_object() || key.empty() || key.find('/') == std::string::npos) return std::nullopt;
@@ -48,16 +54,10 @@ std::optional<FixedClaim> parse_fixed_claim(const std::string& key, const KeyVal
 
 namespace {
 
-std::optional<FixedClaim> claim_of(const std::string& key, const KeyValue& kv) {
-    return parse_fixed_claim(key, kv);
-}
-
 // Whether an address record (`{"claim": "<claim key>"}`) names the claim `key`; a value of
 // another shape names none.
 bool record_names(const KeyValue& record, const std::string& key) {
-    const json v = json::parse(record.value, nullptr, false);
-    const auto claim = v.is_object() ? v.find("claim") : v.end();
-    return v.is_object() && claim != v.end() && claim->is_string() && *claim == key;
+    return claim_of_address_record(record) == key;
 }
 
 // Tries before a claim gives up on racing writers (each lost race means another writer won).
@@ -78,7 +78,7 @@ Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
     auto kv = etcd_.get(claim_key(pool, key));
     if (!kv) return kv.error();
     if (!*kv) return std::optional<FixedClaim>{};
-    auto c = claim_of(key, **kv);
+    auto c = parse_fixed_claim(key, **kv);
     if (!c) {
         // Neither taken over nor replaced: what it holds is not known to be nobody's.
         return make_error(Code::kInvalidConfig,
@@ -247,7 +247,7 @@ Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool,
     if (!kvs) return kvs.error();
     std::vector<FixedClaim> out;
     for (const KeyValue& kv : *kvs) {
-        if (auto c = claim_of(kv.key.substr(p.size()), kv)) {
+        if (auto c = parse_fixed_claim(kv.key.substr(p.size()), kv)) {
             out.push_back(*c);
         } else if (unreadable != nullptr) {
             unreadable->push_back(kv.key);
@@ -264,7 +264,7 @@ Expected<std::vector<std::pair<std::string, FixedClaim>>> FixedClaims::everywher
     for (const KeyValue& kv : *kvs) {
         auto k = keys::split(prefix_, kv.key, keys::kClaims);
         if (!k) continue;
-        if (auto c = claim_of(k->rest, kv)) {
+        if (auto c = parse_fixed_claim(k->rest, kv)) {
             out.emplace_back(k->pool, *c);
         } else if (unreadable != nullptr) {
             unreadable->push_back(kv.key);

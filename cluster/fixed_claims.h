@@ -41,6 +41,10 @@ struct FixedClaim {
     uint64_t idle_since_unix_s = 0;  // 0: in use (or not known to be idle)
 };
 
+// The claim key an address record ({"claim": "<claim key>"}) names; "" for a value of another
+// shape.
+std::string claim_of_address_record(const KeyValue& record);
+
 // A claim key's value read as a fixed claim, or nullopt when it is not one (a field missing or
 // of another type, an address that does not parse, a node that is no node name).
 std::optional<FixedClaim> parse_fixed_claim(const std::string& key, const KeyValue& kv);

@@ -16,14 +16,6 @@ namespace {
 // claim or the address between this one's create and its read.
 constexpr int kRestoreTries = 4;
 
-// The claim key an address record ({"claim": "<claim key>"}) names; "" for another shape.
-std::string record_claim(const KeyValue& record) {
-    const json v = json::parse(record.value, nullptr, false);
-    if (!v.is_object()) return "";
-    const auto c = v.find("claim");
-    return c != v.end() && c->is_string() ? c->get<std::string>() : "";
-}
-
 }  // namespace
 
 Expected<FixedClaims::Restored> FixedClaims::restore(const std::string& pool,
@@ -59,7 +51,7 @@ Expected<FixedClaims::Restored> FixedClaims::restore(const std::string& pool,
         auto record = etcd_.get(address_k);
         if (!record) return record.error();
         if (!*record) continue;  // both gone again meanwhile: try the create again
-        const std::string holder = record_claim(**record);
+        const std::string holder = claim_of_address_record(**record);
         if (holder != key) {
             return Restored{Restored::Outcome::kConflict,
                             address.to_string() + " is held by claim " +

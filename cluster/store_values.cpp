@@ -1,7 +1,6 @@
 #include "cluster/store_values.h"
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cluster/block_store.h"
@@ -13,24 +12,17 @@
 
 namespace shmipam::cluster {
 
-using nlohmann::json;
 
 namespace {
 
 // An address record: {"claim": "<claim key>"} under a key that is an address.
 bool address_record(const std::string& address, const KeyValue& kv) {
-    const json v = json::parse(kv.value, nullptr, false);
-    const auto claim = v.is_object() ? v.find("claim") : v.end();
-    return engine::IpAddress::parse(address).has_value() && v.is_object() && claim != v.end() &&
-           claim->is_string() && !claim->get<std::string>().empty();
+    return engine::IpAddress::parse(address).has_value() && !claim_of_address_record(kv).empty();
 }
 
 // A CIDR record: {"pool": "<name>"} under a key that is a CIDR.
 bool cidr_record(const std::string& name, const KeyValue& kv) {
-    const json v = json::parse(kv.value, nullptr, false);
-    const auto pool = v.is_object() ? v.find("pool") : v.end();
-    return keys::block_of_name(name).has_value() && v.is_object() && pool != v.end() &&
-           pool->is_string() && !pool->get<std::string>().empty();
+    return keys::block_of_name(name).has_value() && !pool_of_record(kv).empty();
 }
 
 }  // namespace
