@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "engine/addr/range.h"
+#include "engine/state/network_config.h"
 
 namespace shmipam::ipam::config_fields {
 
@@ -29,5 +30,11 @@ Expected<std::vector<std::string>> parse_ip_list(const json& j, const std::strin
 Expected<uint64_t> parse_delay_ms(const json& j);
 // A block prefix length in [lo, hi]; `def` when absent.
 Expected<uint8_t> parse_block_size(const json& ipam, const char* key, int lo, int hi, uint8_t def);
+
+// The state's policy and durability knobs into `network`, with the plugin's defaults:
+// reuseDelay, blockSize, blockSizeV6, durability, durabilityBackend, reclaimOnReboot,
+// journalMaxSegments, bootIdFile (the plugin's config, and an operator's tool creating a state
+// the plugin will open).
+Status parse_state_knobs(const json& ipam, engine::NetworkConfig& network);
 
 }  // namespace shmipam::ipam::config_fields

@@ -176,7 +176,10 @@ Expected<std::optional<PoolMode>> parse_pool_mode(const json& doc, const json& i
 
 void apply_block_size_defaults(const json& ipam, const std::optional<PoolMode>& pools,
                                engine::NetworkConfig& network) {
-    if (!pools || !pools->cluster) return;
+    if (pools && pools->cluster) apply_cluster_block_sizes(ipam, network);
+}
+
+void apply_cluster_block_sizes(const json& ipam, engine::NetworkConfig& network) {
     if (!ipam.contains("blockSize")) network.block_prefix_v4 = 26;
     if (!ipam.contains("blockSizeV6")) network.block_prefix_v6 = 122;
 }

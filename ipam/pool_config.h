@@ -64,5 +64,7 @@ Expected<std::optional<PoolMode>> parse_pool_mode(const nlohmann::json& doc,
 // modes keep what parse_state_knobs read.
 void apply_block_size_defaults(const nlohmann::json& ipam, const std::optional<PoolMode>& pools,
                                engine::NetworkConfig& network);
+// The same for a config known to be cluster mode (it has ipam.etcd).
+void apply_cluster_block_sizes(const nlohmann::json& ipam, engine::NetworkConfig& network);
 
 }  // namespace shmipam::ipam

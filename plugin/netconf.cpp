@@ -103,65 +103,6 @@ Status parse_ranges(const json& doc, const json& ipam, const json*& runtime, Net
     return Ok{};
 }
 
-// The policy and durability knobs: reuseDelay, block sizes, durability and its backend,
-// reclaimOnReboot, journalMaxSegments, bootIdFile.
-Status parse_state_knobs(const json& ipam, engine::NetworkConfig& network) {
-    if (auto it = ipam.find("reuseDelay"); it != ipam.end() && !it->is_null()) {
-        auto d = parse_delay_ms(*it);
-        if (!d) return d.error();
-        network.reuse_delay_ms = *d;
-    }
-    auto b4 = parse_block_size(ipam, "blockSize", 16, 30, 24);
-    if (!b4) return b4.error();
-    // Blocks of at most 65,536 addresses (4 MiB of slots, fully allocated when first used).
-    auto b6 = parse_block_size(ipam, "blockSizeV6", 112, 126, 120);
-    if (!b6) return b6.error();
-    network.block_prefix_v4 = *b4;
-    network.block_prefix_v6 = *b6;
-
-    // Durability of the journal.
-    auto durability = opt_string(ipam, "durability", "ipam.");
-    if (!durability) return durability.error();
-    using D = engine::NetworkConfig::Durability;
-    if (*durability == "fsync") {
-        network.durability = D::kFsync;
-    } else if (*durability == "none") {
-        network.durability = D::kNone;
-    } else if (!durability->empty() && *durability != "auto") {
-        return make_error(
-            Code::kInvalidConfig,
-            "durability must be \"fsync\", \"none\" or \"auto\", not \"" + *durability + "\"");
-    }
-    auto backend = opt_string(ipam, "durabilityBackend", "ipam.");
-    if (!backend) return backend.error();
-    using B = engine::NetworkConfig::Backend;
-    if (*backend == "fdatasync") {
-        network.backend = B::kFdatasync;
-    } else if (*backend == "io_uring") {
-        network.backend = B::kIoUring;
-    } else if (!backend->empty() && *backend != "auto") {
-        return make_error(Code::kInvalidConfig,
-                          "durabilityBackend must be \"fdatasync\", "
-                          "\"io_uring\" or \"auto\", not \"" +
-                              *backend + "\"");
-    }
-    if (auto it = ipam.find("reclaimOnReboot"); it != ipam.end() && !it->is_null()) {
-        if (!it->is_boolean()) return type_error("ipam.reclaimOnReboot", "a boolean");
-        network.reclaim_on_reboot = it->get<bool>();
-    }
-    if (auto it = ipam.find("journalMaxSegments"); it != ipam.end() && !it->is_null()) {
-        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1'000'000) {
-            return make_error(Code::kInvalidConfig,
-                              "ipam.journalMaxSegments must be an integer from 1 to 1000000");
-        }
-        network.journal_max_segments = it->get<uint64_t>();
-    }
-    auto boot_id_file = opt_string(ipam, "bootIdFile", "ipam.");
-    if (!boot_id_file) return boot_id_file.error();
-    if (!boot_id_file->empty()) network.boot_id_path = *boot_id_file;
-    return Ok{};
-}
-
 // Routes are handed back as configured; each needs a CIDR "dst".
 Status parse_routes(const json& ipam, NetConf& nc) {
     if (auto it = ipam.find("routes"); it != ipam.end() && !it->is_null()) {

@@ -6,6 +6,7 @@
 
 #include "ipam/config_fields.h"
 #include "ipam/fixed_claim.h"
+#include "ipam/pool_config.h"
 #include "ipam/pool_state.h"
 #include "pools/pool_dir.h"
 #include "pools/selection.h"
@@ -43,26 +44,6 @@ Status read_ranges(const json& ipam, engine::NetworkConfig& network) {
     return Ok{};
 }
 
-// The knobs that matter when the claim creates the state (a rebuilt node): the same fields as
-// the plugin reads, with its defaults.
-Status read_knobs(const json& ipam, engine::NetworkConfig& network) {
-    if (auto it = ipam.find("reuseDelay"); it != ipam.end() && !it->is_null()) {
-        auto d = cf::parse_delay_ms(*it);
-        if (!d) return d.error();
-        network.reuse_delay_ms = *d;
-    }
-    auto b4 = cf::parse_block_size(ipam, "blockSize", 16, 30, 24);
-    if (!b4) return b4.error();
-    auto b6 = cf::parse_block_size(ipam, "blockSizeV6", 112, 126, 120);
-    if (!b6) return b6.error();
-    network.block_prefix_v4 = *b4;
-    network.block_prefix_v6 = *b6;
-    auto boot_id = cf::opt_string(ipam, "bootIdFile", "ipam.");
-    if (!boot_id) return boot_id.error();
-    if (!boot_id->empty()) network.boot_id_path = *boot_id;
-    return Ok{};
-}
-
 }  // namespace
 
 Expected<ClaimNetwork> read_claim_network(const std::string& path,
@@ -90,7 +71,10 @@ Expected<ClaimNetwork> read_claim_network(const std::string& path,
         if (!v->empty()) *field = *v;
     }
     out.cluster = ipam.contains("etcd") && !ipam["etcd"].is_null();
-    if (auto st = read_knobs(ipam, out.network); !st) return st.error();
+    // The state's knobs as the plugin reads them: a claim that creates the state (a rebuilt node)
+    // makes it as the plugin's first ADD would.
+    if (auto st = cf::parse_state_knobs(ipam, out.network); !st) return st.error();
+    if (out.cluster) ipam::apply_cluster_block_sizes(ipam, out.network);
     if (out.pools_dir.empty()) {
         if (auto st = read_ranges(ipam, out.network); !st) return st.error();
         if (out.network.range_sets.empty() && !out.cluster) {

@@ -599,5 +599,22 @@ TEST_F(FixedAcrossNodes, ClaimsImportInClusterModePutsTheClaimBackInTheStoreToo)
     EXPECT_EQ(claims_in_etcd().size(), 1u);
 }
 
+// A claim made by hand on a node with no state of the pool creates the state as the plugin's
+// first ADD would, cut in cluster mode's default blocks (/26) when the config sets no blockSize:
+// the failure guarded is the state made with single-node defaults (/24), which the pod's ADD on
+// that node then refuses (7, "blockSize differs").
+TEST_F(FixedAcrossNodes, AClaimMadeByHandCreatesTheStateAsThePluginWouldSoThePodsAddIsServed) {
+    json c = sts_config(0, "db-0");
+    c["ipam"].erase("blockSize");
+    const std::string conf = dir.sub("node-0-default-blocks.conf");
+    write_file(conf, c.dump());
+    auto made = run_ctl({"claims", "create", "--config", conf, "--pod", "shop/db-0", "--address",
+                         "10.78.0.3", "--apply"});
+    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+    auto r = run_plugin(env("ADD", "c1", "db-0"), c.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(address(r), "10.78.0.3/28");
+}
+
 }  // namespace
 }  // namespace shmipam::testing
