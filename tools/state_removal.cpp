@@ -11,6 +11,7 @@
 
 #include "base/directory.h"
 #include "base/fault_point.h"
+#include "shm/file_system.h"
 
 namespace shmipam::tools {
 
@@ -26,14 +27,10 @@ bool exists(const std::string& p) {
     return ::lstat(p.c_str(), &st) == 0;
 }
 
-// A rename is durable once its directory is synced.
+// A rename is durable once its directory is synced (through the file-system seam, so that a
+// test can fail it).
 Status sync_dir(const std::string& dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return make_error(Code::kIo, "cannot open " + dir + ": " + std::strerror(errno));
-    const bool ok = ::fsync(fd) == 0;
-    const int err = errno;
-    ::close(fd);
-    if (!ok) return make_error(Code::kIo, "cannot sync " + dir + ": " + std::strerror(err));
+    if (shm::file_system().sync_dir(dir) != 0) return shm::io_error("cannot sync", dir);
     return Ok{};
 }
 

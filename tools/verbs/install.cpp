@@ -65,7 +65,7 @@ constexpr const char* kHelpers[] = {"shmipam-cluster", "shmipam-kube"};
 // directory beside them, which their RPATH names ($ORIGIN/shmipam-lib, CMakeLists.txt), and
 // install copies it beside them on the host, so that they run with the libraries they were
 // built with and need only the host's glibc.
-constexpr const char* kLibDir = "shmipam-lib";
+constexpr const char* kLibDir = kInstallLibDir;
 
 std::string self_dir() {
     char self[PATH_MAX] = {};
@@ -172,7 +172,7 @@ int cmd_install(const InstallOptions& o) {
     }
     // One installer at a time per bin directory (two DaemonSets, a DaemonSet and a host
     // install): each compares versions and renames with nobody changing the files meanwhile.
-    const std::string lock_path = o.cni_bin_dir + "/.shmipam-install.lock";
+    const std::string lock_path = o.cni_bin_dir + "/" + kInstallLockName;
     const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
         return cannot_read("cannot lock " + lock_path + ": " + std::strerror(errno));

@@ -19,6 +19,8 @@ inline constexpr const char* kManifestDir = "shmipam.d";
 inline constexpr const char* kManifestName = "install-manifest.json";
 // The helpers' shared libraries, beside them in the bin directory.
 inline constexpr const char* kInstallLibDir = "shmipam-lib";
+// The lock installers (and uninstall) take in the bin directory: one of them at a time.
+inline constexpr const char* kInstallLockName = ".shmipam-install.lock";
 // What install puts in the bin directory, the helpers first (install.cpp says why); uninstall
 // removes them in the other order, the plugin first.
 inline constexpr const char* kInstalledBinaries[] = {"shmipam-cluster", "shmipam-kube", "shmipam"};

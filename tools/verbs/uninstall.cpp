@@ -29,6 +29,7 @@
 
 #include "base/build_version.h"
 #include "base/sha256.h"
+#include "shm/file_system.h"
 #include "shm/format.h"
 #include "shm/index_file.h"
 #include "tools/verbs/install_manifest.h"
@@ -174,12 +175,11 @@ void plan_purge_data(const std::string& data, Purge& p) {
     p.maybe_dirs.push_back(data);
 }
 
+// How many of the node's fixed claims a refusal names (the rest: `shmipamctl claims`).
+constexpr size_t kClaimsNamed = 5;
+
 void fsync_dir(const std::string& dir) {
-    const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d >= 0) {
-        ::fsync(d);
-        ::close(d);
-    }
+    (void)shm::file_system().sync_dir(dir);  // best effort: the removals are done either way
 }
 
 int cmd_uninstall(const UninstallOptions& o) {
@@ -298,15 +298,17 @@ int cmd_uninstall(const UninstallOptions& o) {
         }
     }
     // Where the state is: the flags, else the installed conflist's, else the plugin's defaults.
-    auto ipam_dir = [&](const char* key, const char* fallback) {
+    auto ipam_dir = [&](const char* key, const std::string& fallback) {
         if (ipam && ipam->contains(key) && (*ipam)[key].is_string()) {
             return (*ipam)[key].get<std::string>();
         }
         return std::string(fallback);
     };
-    const std::string run_dir = o.run_dir.empty() ? ipam_dir("runDir", "/run/shmipam") : o.run_dir;
+    const engine::NetworkConfig defaults;
+    const std::string run_dir =
+        o.run_dir.empty() ? ipam_dir("runDir", defaults.run_dir) : o.run_dir;
     const std::string data_dir =
-        o.data_dir.empty() ? ipam_dir("dataDir", "/var/lib/cni/networks") : o.data_dir;
+        o.data_dir.empty() ? ipam_dir("dataDir", defaults.data_dir) : o.data_dir;
 
     // The node's fixed-address claims: uninstalling takes their addresses' keeper away.
     if (is_dir(run_dir)) {
@@ -319,13 +321,13 @@ int cmd_uninstall(const UninstallOptions& o) {
         }
         if (claims && !claims->empty()) {
             std::ostringstream names;
-            for (size_t i = 0; i < claims->size() && i < 5; ++i) {
+            for (size_t i = 0; i < claims->size() && i < kClaimsNamed; ++i) {
                 const auto& r = (*claims)[i];
                 names << (i ? ", " : "") << r.claim.key;
                 if (!r.claim.addresses.empty()) names << " " << r.claim.addresses[0].to_string();
                 names << " (" << r.network << ")";
             }
-            if (claims->size() > 5) names << ", ...";
+            if (claims->size() > kClaimsNamed) names << ", ...";
             if (!o.force) {
                 std::cerr << "shmipamctl uninstall: refused: this node holds " << claims->size()
                           << " fixed-address claim" << (claims->size() == 1 ? "" : "s") << " under "
@@ -346,7 +348,7 @@ int cmd_uninstall(const UninstallOptions& o) {
     }
 
     // ---- change: one installer or uninstaller at a time per bin directory ----
-    const std::string lock_path = o.cni_bin_dir + "/.shmipam-install.lock";
+    const std::string lock_path = o.cni_bin_dir + "/" + kInstallLockName;
     const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
         return cannot_read("cannot lock " + lock_path + ": " + std::strerror(errno));
