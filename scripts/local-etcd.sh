@@ -12,15 +12,10 @@ set -euo pipefail
 cmd=${1:?usage: local-etcd.sh start|restart|leader|kill|stop DIR [...]}
 dir=${2:?the cluster directory}
 
-listening() { ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; }
-
-# A port nothing listens on, from a range that moves with the process id.
-next_port=$((20000 + ($$ * 37) % 20000))
-free_port() {
-    while listening "$next_port"; do next_port=$((next_port + 1)); done
-    port=$next_port
-    next_port=$((next_port + 1))
-}
+# A port outside the kernel's ephemeral range that no test or other cluster of this machine was
+# handed lately (the tests' port protocol, tests/support/test_ports.h): no connection opened
+# before etcd binds it can have been given it.
+reserve_port() { port=$(python3 "$(dirname "$0")/../tests/support/test_ports.py"); }
 
 endpoints() { paste -sd, "$dir/endpoints"; }
 
@@ -32,8 +27,8 @@ start)
     initial=""
     declare -a names clients peers
     for i in $(seq 0 $((members - 1))); do
-        free_port; clients[i]=$port
-        free_port; peers[i]=$port
+        reserve_port; clients[i]=$port
+        reserve_port; peers[i]=$port
         names[i]="m$i"
         initial+="${initial:+,}m$i=http://127.0.0.1:${peers[i]}"
         echo "http://127.0.0.1:${clients[i]}" >>"$dir/endpoints"

@@ -8,11 +8,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "tests/e2e/e2e_support.h"
-#include "tests/support/free_port.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_ports.h"
 
 namespace shmipam::testing {
 namespace {
@@ -22,6 +23,9 @@ using nlohmann::json;
 constexpr const char* kExporter = "/usr/bin/prometheus-node-exporter";
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
 constexpr const char* kPromtool = "/usr/bin/promtool";
+// How long the exporter or Prometheus may take to listen: their start-up (Prometheus opens its
+// storage first) on a loaded machine.
+constexpr int kListenTimeoutMs = 60'000;
 
 class PrometheusE2E : public ::testing::Test {
   protected:
@@ -37,26 +41,51 @@ class PrometheusE2E : public ::testing::Test {
             }
         }
     }
+    // `argv_at(address)` started on a reserved loopback port until it listens there (again on
+    // another port when it exits first: kPortAttempts in all); its address, empty if it never
+    // listened (the test has failed then).
+    std::string start_listening(
+        std::unique_ptr<Child>& child,
+        const std::function<std::vector<std::string>(const std::string&)>& argv_at) {
+        for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
+            std::string why;
+            const uint16_t port = reserve_port(&why);
+            if (port == 0) {
+                ADD_FAILURE() << why;
+                return "";
+            }
+            const std::string at = "127.0.0.1:" + std::to_string(port);
+            child = std::make_unique<Child>(argv_at(at), std::map<std::string, std::string>{}, "");
+            const Listening up = wait_listening(port, child->pid(), kListenTimeoutMs);
+            if (up == Listening::kYes) return at;
+            if (up == Listening::kTimedOut) ::kill(child->pid(), SIGKILL);
+            const ProcessResult gone = child->wait();
+            child.reset();
+            if (up == Listening::kTimedOut || attempt == kPortAttempts) {
+                ADD_FAILURE() << argv_at(at)[0] << " did not listen on " << at << ": " << gone.err;
+                return "";
+            }
+        }
+        return "";
+    }
     // The node exporter with only its textfile collector, and Prometheus scraping it each
     // second; Prometheus's address.
     std::string start_scraping() {
-        const std::string exporter_at = "127.0.0.1:" + std::to_string(free_port());
-        exporter = std::make_unique<Child>(
-            std::vector<std::string>{kExporter, "--collector.disable-defaults",
-                                     "--collector.textfile",
-                                     "--collector.textfile.directory=" + dir.sub("textfile"),
-                                     "--web.listen-address=" + exporter_at},
-            std::map<std::string, std::string>{}, "");
+        const std::string exporter_at = start_listening(exporter, [&](const std::string& at) {
+            return std::vector<std::string>{kExporter, "--collector.disable-defaults",
+                                            "--collector.textfile",
+                                            "--collector.textfile.directory=" + dir.sub("textfile"),
+                                            "--web.listen-address=" + at};
+        });
         std::ofstream(dir.sub("prometheus.yml"))
             << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                "scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ['"
             << exporter_at << "']\n";
-        const std::string prometheus_at = "127.0.0.1:" + std::to_string(free_port());
-        prometheus = std::make_unique<Child>(
-            std::vector<std::string>{kPrometheus, "--config.file=" + dir.sub("prometheus.yml"),
-                                     "--storage.tsdb.path=" + dir.sub("tsdb"),
-                                     "--web.listen-address=" + prometheus_at},
-            std::map<std::string, std::string>{}, "");
+        const std::string prometheus_at = start_listening(prometheus, [&](const std::string& at) {
+            return std::vector<std::string>{
+                kPrometheus, "--config.file=" + dir.sub("prometheus.yml"),
+                "--storage.tsdb.path=" + dir.sub("tsdb"), "--web.listen-address=" + at};
+        });
         return "http://" + prometheus_at;
     }
     // The value of `expr` as Prometheus answers it, polled until it has one (up to 60 s).

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "cluster/etcd_client.h"
-#include "tests/support/free_port.h"
+#include "tests/support/test_ports.h"
 
 extern char** environ;
 
@@ -27,6 +27,13 @@ constexpr const char* kEtcd = "/usr/bin/etcd";
 constexpr const char* kEtcdctl = "/usr/bin/etcdctl";
 // How long a member started again on an empty data directory may take to answer /health.
 constexpr int kRebuildHealthyMs = 20'000;
+// How long a new member may take to answer /health: etcd's start-up and first election, on a
+// loaded machine.
+constexpr int kNewHealthyMs = 30'000;
+// A new cluster whose member could not bind its port (taken by a process outside the tests'
+// port protocol, tests/support/test_ports.h) is started again on new ports this many times in
+// all: two clashes in a row would mean a port thief the protocol cannot avoid.
+constexpr int kBindAttempts = 3;
 
 std::string url(uint16_t port, bool tls = false) {
     return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);
@@ -102,25 +109,54 @@ EtcdCluster::EtcdCluster(size_t members, bool tls, std::vector<std::string> extr
         return;
     }
     members_.resize(members);
-    for (size_t i = 0; i < members; ++i) {
-        members_[i].name = "m" + std::to_string(i);
-        members_[i].client_port = free_port();
-        members_[i].peer_port = free_port();
+    for (size_t i = 0; i < members; ++i) members_[i].name = "m" + std::to_string(i);
+    for (int attempt = 1;; ++attempt) {
+        if (start_new_cluster()) {
+            ready_ = true;
+            return;
+        }
+        if (attempt == kBindAttempts || !bind_failed()) return;
+        // Started anew from nothing, on other ports.
+        for (size_t i = 0; i < members; ++i) kill(i);
+        for (const Member& m : members_) {
+            std::error_code ec;
+            std::filesystem::remove_all(dir_.sub(m.name), ec);
+            std::filesystem::rename(dir_.sub(m.name + ".log"),
+                                    dir_.sub(m.name + ".log." + std::to_string(attempt)), ec);
+        }
     }
-    for (size_t i = 0; i < members; ++i) {
+}
+
+bool EtcdCluster::start_new_cluster() {
+    for (Member& m : members_) {
+        m.client_port = reserve_port(&why_);
+        m.peer_port = m.client_port != 0 ? reserve_port(&why_) : 0;
+        if (m.peer_port == 0) return false;
+    }
+    for (size_t i = 0; i < members_.size(); ++i) {
         if (!spawn(i, true)) {
             why_ = "cannot start " + members_[i].name;
-            return;
+            return false;
         }
     }
-    for (size_t i = 0; i < members; ++i) {
-        if (!wait_healthy(i, 20'000)) {
+    for (size_t i = 0; i < members_.size(); ++i) {
+        if (!wait_healthy(i, kNewHealthyMs)) {
             why_ = members_[i].name +
                    " did not become healthy: " + read_file(dir_.sub(members_[i].name + ".log"));
-            return;
+            return false;
         }
     }
-    ready_ = true;
+    return true;
+}
+
+bool EtcdCluster::bind_failed() const {
+    for (const Member& m : members_) {
+        if (read_file(dir_.sub(m.name + ".log")).find("address already in use") !=
+            std::string::npos) {
+            return true;
+        }
+    }
+    return false;
 }
 
 EtcdCluster::~EtcdCluster() {

@@ -1,7 +1,8 @@
 // A real etcd cluster for tests (Debian's etcd-server, installed by scripts/install-deps.sh):
-// `members` processes on free loopback ports with temporary data directories, started together
-// as a new cluster, killed by pid when the fixture goes. Members can be killed (SIGKILL) and
-// started again on their data directory, as a node's etcd is.
+// `members` processes on loopback ports reserved for them (tests/support/test_ports.h) with
+// temporary data directories, started together as a new cluster, killed by pid when the fixture
+// goes. Members can be killed (SIGKILL) and started again on their data directory, as a node's etcd
+// is.
 #pragma once
 
 #include <sys/types.h>
@@ -62,6 +63,10 @@ class EtcdCluster {
         pid_t pid = -1;
     };
     bool spawn(size_t i, bool initial);
+    // Every member on newly reserved ports, as a new cluster; true once each answers /health.
+    bool start_new_cluster();
+    // A member's log says it could not bind one of its ports.
+    bool bind_failed() const;
     bool make_certificates();
     bool wait_healthy(size_t i, int timeout_ms);
 

@@ -22,7 +22,8 @@ files (each by a rename, so a request never reads half of one):
                             and the client's port ("GET /api/v1/... 200 41234": requests over
                             one connection share the port)
 
-Run it (it writes its port to --port-file once it listens; port 0 by default: the kernel's):
+Run it (it writes its port to --port-file once it listens; port 0 by default: one reserved by
+the tests' port protocol, reserve_port below):
 
   /usr/bin/python3 kube_api_standin.py --root DIR --cert server.crt --key server.key \
       [--client-ca ca.crt] [--port-file FILE] [--port N] [--host 127.0.0.1] \
@@ -33,6 +34,7 @@ pod_object(...)), make_certificates(dir).
 """
 
 import argparse
+import errno
 import json
 import os
 import socket
@@ -44,6 +46,9 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_ports import PORT_ATTEMPTS, reserve_port  # noqa: E402
 
 # Who a bearer token authenticates as: the service account shmipam's DaemonSet runs as
 # (deploy/kubernetes), so that a 403 reads as the real one does.
@@ -265,7 +270,15 @@ class KubeApiStandin:
         self.thread = None
 
     def start(self):
-        self.server = QuietServer((self.host, self.port), Handler)
+        """Listens on self.port, or (0) on a reserved port, again on another if it was taken."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            port = self.port or reserve_port()
+            try:
+                self.server = QuietServer((self.host, port), Handler)
+                break
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE or self.port or attempt == PORT_ATTEMPTS:
+                    raise
         self.server.settings = self.settings
         # The handshake in the connection's own thread, not in the accepting one.
         self.server.socket = self.context.wrap_socket(self.server.socket, server_side=True,
@@ -385,7 +398,7 @@ def main():
     p.add_argument("--forbidden-tokens", help="tokens answered 403 (default "
                    "ROOT/_forbidden-tokens)")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=0, help="0: one the kernel picks")
+    p.add_argument("--port", type=int, default=0, help="0: a reserved one (reserve_port)")
     p.add_argument("--port-file", help="written with the port once it listens")
     a = p.parse_args()
     standin = KubeApiStandin(a.root, a.cert, a.key, a.client_ca, a.token_file,
