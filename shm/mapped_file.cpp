@@ -30,9 +30,14 @@ std::string temp_name(const std::string& name) {
            std::to_string(base::unique_id() >> 32);
 }
 
-// A creator's temp file that nobody has locked for this long is abandoned: a live creator takes
-// its lock microseconds after creating the file, and keeps it until the file is published.
-constexpr uint64_t kUnlockedTempGraceNs = 100'000'000;
+// A creator locks its temp file right after creating it and allocates the file's pages only
+// then, keeping the lock until the file is published. So an unlocked file with pages is a dead
+// creator's, removed at once; an unlocked empty one may be a live creator's that has not been
+// scheduled again to take its lock (on a loaded node, hundreds of invocations starting at once,
+// that takes far longer than the microseconds between the two calls): it is left alone for this
+// long. Only a creator killed in those microseconds leaves one to wait for (a waiter's bound,
+// kCreatorWaitNs, once).
+constexpr uint64_t kUnlockedTempGraceNs = 30'000'000'000;
 // How long a first caller waits for another creator's file before building its own.
 constexpr uint64_t kCreatorWaitNs = 2'000'000'000;
 // How often it looks meanwhile: a creator's work takes milliseconds, and one look (a listing and
@@ -53,12 +58,12 @@ bool sweep_creators_files(const std::string& dir, const std::string& name) {
         if (fd < 0) return;  // published or removed meanwhile
         struct stat sb {};
         const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-        const bool fresh = ::fstat(fd, &sb) == 0 &&
-                           base::unix_ns() < uint64_t(sb.st_mtim.tv_sec) * 1'000'000'000u +
-                                                 uint64_t(sb.st_mtim.tv_nsec) +
-                                                 kUnlockedTempGraceNs;
+        const bool not_yet_locked = ::fstat(fd, &sb) == 0 && sb.st_size == 0 &&
+                                    base::unix_ns() < uint64_t(sb.st_mtim.tv_sec) * 1'000'000'000u +
+                                                          uint64_t(sb.st_mtim.tv_nsec) +
+                                                          kUnlockedTempGraceNs;
         ::close(fd);
-        if (locked || fresh) {
+        if (locked || not_yet_locked) {
             live = true;
         } else {
             file_system().unlink(path);
@@ -155,7 +160,7 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
         }
         if (err == ENOENT && !file_exists(tmp_path)) {
             // Swept by another creator that judged it abandoned (we were descheduled for
-            // longer than the grace between creating it and locking it): try again.
+            // longer than kUnlockedTempGraceNs between creating it and locking it): try again.
             fs.close(fd);
             return make_error(Code::kTryAgainLater,
                               "a file being created was removed by another "
