@@ -133,7 +133,11 @@ Expected<Publish> create_published(const std::string& dir, const std::string& na
     FileSystem& fs = file_system();
     int fd = fs.open(tmp_path, O_RDWR | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return io_error("cannot create", tmp_path, errno);
-    (void)::flock(fd, LOCK_EX | LOCK_NB);  // says "at work" to the sweeps of other creators
+    // Says "at work" to the sweeps of other creators, before the file has pages. Waited for: a
+    // sweep's probe holds a shared lock on the file for a moment, and a creator that went on
+    // without its lock would have its file removed as a dead creator's.
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
     auto fail = [&](Error e) -> Expected<Publish> {
         fs.close(fd);
         fs.unlink(tmp_path);
