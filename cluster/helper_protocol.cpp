@@ -210,7 +210,6 @@ std::string encode(const Request& r) {
     } else if (const auto* f = std::get_if<Refresh>(&r)) {
         put_scope(j, f->scope);
         put_geometry(j, f->geometry);
-        j["lockHandedOver"] = f->lock_handed_over;
     } else if (const auto* t = std::get_if<TakeFixed>(&r)) {
         put_scope(j, t->scope);
         j["usable"] = ranges_json(t->usable);
@@ -288,10 +287,8 @@ Expected<Request> decode(std::string_view text) {
     if (op == op_name(Refresh{})) {
         if (!scope) return scope.error();
         auto g = in.geometry();
-        auto handed = in.flag("lockHandedOver");
         if (!g) return g.error();
-        if (!handed) return handed.error();
-        return Request{Refresh{std::move(*scope), std::move(*g), *handed}};
+        return Request{Refresh{std::move(*scope), std::move(*g)}};
     }
     if (op == op_name(TakeFixed{})) {
         if (!scope) return scope.error();
