@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -19,17 +20,32 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "cluster/block_cache.h"
+#include "cluster/node_files.h"
 #include "cluster/release_due.h"
 #include "engine/ops/allocator.h"
 #include "tests/cluster/simulated_nodes.h"
+#include "tests/support/wait_for.h"
 
 namespace shmipam::testing {
 namespace {
 
 class ClusterMode : public SimulatedNodes {};
+
+// Whether a node's pool lock (<dataDir>/_cluster/<pool>.lock) is free. A helper claiming ahead
+// of need holds it from the ADD that started it to its end (the ADD hands it over), so once it
+// is free no such helper started so far is at work.
+bool pool_lock_free(const std::string& lock_path) {
+    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT;  // never taken
+    const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);
+    return free;
+}
 
 TEST_F(ClusterMode, ConcurrentAddsOnThreeNodesNeverShareAnAddress) {
     constexpr int kNodes = 3, kPods = 20;
@@ -427,20 +443,25 @@ TEST_F(ClusterMode, ANodeClaimsItsNextBlockAheadOfNeedSoPodStartsNeverWaitOnEtcd
     c["ipam"]["claimAheadPercent"] = 75;
     const std::string cfg = c.dump();
     const std::string cache = dir.sub("node-0/data/_cluster") + "/shared.blocks";
+    const std::string lock = dir.sub("node-0/data/_cluster") + "/shared.lock";
     int added = 0;
     for (; added < 8; ++added) {
         auto r = run_plugin(cni_env("ADD", "a" + std::to_string(added)), cfg);
         ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     }
-    ::usleep(500 * 1000);
+    ASSERT_TRUE(wait_until([&] { return pool_lock_free(lock); })) << "a helper never ended";
     EXPECT_EQ(cached_blocks(cache), 1u) << "8 of 16 taken: not yet" << read_file(cache);
     for (; added < 13; ++added) {
         auto r = run_plugin(cni_env("ADD", "a" + std::to_string(added)), cfg);
         ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     }
-    for (int i = 0; i < 100 && cached_blocks(cache) < 2; ++i) ::usleep(50 * 1000);
+    ASSERT_TRUE(wait_until([&] { return pool_lock_free(lock); })) << "a helper never ended";
     ASSERT_EQ(cached_blocks(cache), 2u) << "the next block, claimed ahead: " << read_file(cache);
     for (size_t i = 0; i < etcd->size(); ++i) etcd->kill(i);
+    // An ADD that waited on the store, all of whose members refuse, would retry them for its
+    // whole budget (cluster/etcd_client.h); one served from the node's blocks takes a plugin
+    // run: half the budget tells them apart on any machine.
+    const int64_t waited_on_etcd_ms = c["ipam"]["etcd"]["budgetMs"].get<int64_t>() / 2;
     for (; added < 32; ++added) {
         const auto start = std::chrono::steady_clock::now();
         auto r = run_plugin(cni_env("ADD", "a" + std::to_string(added)), cfg);
@@ -448,7 +469,7 @@ TEST_F(ClusterMode, ANodeClaimsItsNextBlockAheadOfNeedSoPodStartsNeverWaitOnEtcd
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();
-        EXPECT_LT(ms, 1000) << "ADD " << added << " waited on etcd";
+        EXPECT_LT(ms, waited_on_etcd_ms) << "ADD " << added << " waited on etcd";
     }
     // Both blocks are full now; the next ADD needs the store, which is gone.
     auto r = run_plugin(cni_env("ADD", "a32"), cfg);
@@ -684,7 +705,12 @@ TEST_F(ClusterMode, AnEmptiedBlockIsGivenBackAfterItsMinimumAgeAndTheNodeKeepsOn
         auto r = run_plugin(cni_env("DEL", pod), cfg);
         ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     }
-    ::usleep(500 * 1000);
+    // A DEL starts a release only for a block it marked (cluster/release_due.h), and the release
+    // takes the block out of the store before it removes the mark: no mark, and the block still
+    // in the store, means none was started or one ran to its end.
+    for (const auto& due : cluster::read_release_due(dir.sub("node-0/data/_cluster"), "shared")) {
+        EXPECT_NE(due.block.to_string(), full) << "the node's last block marked to be given back";
+    }
     EXPECT_EQ(blocks_of(store_blocks(), "node-0"), 1u);
     auto again = run_plugin(cni_env("ADD", "q"), cfg);
     ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
@@ -745,11 +771,18 @@ TEST_F(ClusterMode, ABlockEmptiedWhileAClaimHoldsThePoolLockIsGivenBackOnceTheLo
     const int lock = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
     ASSERT_GE(lock, 0) << lock_path;
     ASSERT_EQ(::flock(lock, LOCK_EX | LOCK_NB), 0) << "a helper still holds " << lock_path;
+    // The DELs do not open the lock; the release they start opens it before anything else.
+    OpenWatch at_the_lock(lock_path);
+    ASSERT_TRUE(at_the_lock.watching());
     for (const auto& pod : pods_in[partial]) {
         auto r = run_plugin(cni_env("DEL", pod), cfg);
         ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     }
-    ::usleep(500 * 1000);
+    ASSERT_TRUE(at_the_lock.wait_opens(1)) << "no release came to the pool lock";
+    // Time, from the release's reaching the lock, in which one that went on without it would
+    // have given the block back (a few etcd calls of its own, its start already behind it).
+    constexpr auto kPastTheLock = std::chrono::milliseconds(500);
+    std::this_thread::sleep_for(kPastTheLock);
     EXPECT_EQ(blocks_of(store_blocks(), "node-0"), 2u) << "given back under another's lock";
     ::close(lock);  // the claim is over; no DEL follows
     EXPECT_TRUE(wait_for_blocks([this] { return store_blocks(); }, "node-0", 1))
@@ -807,7 +840,7 @@ TEST_F(ClusterMode, AReleaseWhoseDeleteFailsLeavesTheBlockOutOfTheCacheUntilAdop
     for (const auto& pod : pods_in[second]) {
         ASSERT_EQ(run_plugin(cni_env("DEL", pod), reader).exit_code, 0);
     }
-    for (int i = 0; i < 100 && cached_blocks(cache) != 1; ++i) ::usleep(50 * 1000);
+    wait_until([&] { return cached_blocks(cache) == 1; });
     ASSERT_EQ(cached_blocks(cache), 1u) << read_file(cache);
     EXPECT_EQ(read_file(cache).find(second), std::string::npos) << "allocated from again";
     cluster::EtcdConfig ec = client_config();
@@ -832,13 +865,20 @@ TEST_F(ClusterMode, AReleaseWhoseDeleteFailsLeavesTheBlockOutOfTheCacheUntilAdop
 }
 
 TEST_F(ClusterMode, AYoungOrCoolingBlockIsGivenBackOnlyOnceItsTimeHasCome) {
+    // The block's minimum age, or its address's cool-down, in seconds. With whole-second stamps
+    // a block counts as old enough from a second less than this after its claim: the release
+    // the emptying DEL starts comes well before that (the rest of an ADD, a DEL, the helper's
+    // start), also on a machine five times slower at exec with CPU hogs beside it.
+    constexpr int kTimeS = 4;
+    // Past the time, from the emptying DEL: the second a whole-second stamp may round off.
+    constexpr auto kPastItsTime = std::chrono::seconds(kTimeS + 1);
     for (const bool cooling : {false, true}) {
-        SCOPED_TRACE(cooling ? "an address cools for 2 s" : "blockMinAgeS 2");
+        SCOPED_TRACE(cooling ? "an address cools for a while" : "blockMinAgeS");
         const int node = cooling ? 1 : 0;
         json c = config(node);
         c["ipam"]["claimAheadPercent"] = 0;
-        c["ipam"]["blockMinAgeS"] = cooling ? 0 : 2;
-        c["ipam"]["reuseDelay"] = cooling ? "2s" : "0s";
+        c["ipam"]["blockMinAgeS"] = cooling ? 0 : kTimeS;
+        c["ipam"]["reuseDelay"] = std::to_string(cooling ? kTimeS : 0) + "s";
         const std::string cfg = c.dump();
         const std::string pfx = "n" + std::to_string(node) + "-";
         std::map<std::string, std::vector<std::string>> pods_in;  // block -> pods
@@ -851,13 +891,29 @@ TEST_F(ClusterMode, AYoungOrCoolingBlockIsGivenBackOnlyOnceItsTimeHasCome) {
         }
         const std::string n = "node-" + std::to_string(node);
         ASSERT_EQ(blocks_of(store_blocks(), n), 2u);
+        // The emptying DEL marks the block (cluster/release_due.h). A mark already due it moves
+        // cluster::kReleaseRetryS ahead and starts the release, which moves it back to when the
+        // block may go (or removes it with the block); a mark not due yet starts nothing.
+        const uint64_t retry_from = uint64_t(std::time(nullptr)) + cluster::kReleaseRetryS;
         for (const auto& pod : pods_in[last_block]) {  // the second block's pods
             auto del = run_plugin(cni_env("DEL", pod), cfg);
             ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
         }
-        ::usleep(700 * 1000);
+        const auto emptied = std::chrono::steady_clock::now();
+        const auto mark = [&]() -> std::optional<uint64_t> {
+            for (const auto& due :
+                 cluster::read_release_due(dir.sub(n + "/data/_cluster"), "shared")) {
+                if (due.block.to_string() == last_block) return due.due_unix_s;
+            }
+            return std::nullopt;
+        };
+        ASSERT_TRUE(wait_until([&] {
+            const std::optional<uint64_t> due = mark();
+            return !due || *due < retry_from;
+        })) << "the release the DEL started never decided";
         EXPECT_EQ(blocks_of(store_blocks(), n), 2u) << "given back before its time";
-        ::usleep(2000 * 1000);
+        EXPECT_TRUE(mark()) << "its release was forgotten";
+        std::this_thread::sleep_until(emptied + kPastItsTime);
         // Any later DEL on the node starts the release whose time has come.
         auto later = run_plugin(
             cni_env("DEL", pods_in.begin()->first == last_block ? pods_in.rbegin()->second[0]
@@ -942,17 +998,21 @@ TEST_F(ClusterMode, ClaimsAndReleasesRacingOnThreeNodesNeverGiveAnAddressTwice) 
             auto r = children[d]->wait();
             EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
         }
-        // The releases the DELs started (detached helpers): until the store changes, or 3 s.
-        auto blocks = store_blocks();
-        for (int i = 0; i < 30; ++i) {
-            std::set<std::pair<std::string, std::string>> now;
-            for (const auto& b : blocks) now.insert({b.node, b.cidr.to_string()});
-            bool changed = false;
-            for (const auto& o : owned_before) changed = changed || now.count(o) == 0;
-            if (changed || owned_before.empty()) break;
-            ::usleep(100 * 1000);
-            blocks = store_blocks();
-        }
+        // The releases the DELs started (detached helpers): until the store changes, or this
+        // long, which only a round that gave nothing back waits out; a release (an exec and a
+        // few etcd calls, once the round's claims let go of the lock) takes well under it.
+        constexpr auto kReleasesShowWithin = std::chrono::seconds(10);
+        std::vector<cluster::Block> blocks;
+        wait_until(
+            [&] {
+                blocks = store_blocks();
+                std::set<std::pair<std::string, std::string>> now;
+                for (const auto& b : blocks) now.insert({b.node, b.cidr.to_string()});
+                bool changed = false;
+                for (const auto& o : owned_before) changed = changed || now.count(o) == 0;
+                return changed || owned_before.empty();
+            },
+            kReleasesShowWithin);
         std::set<std::pair<std::string, std::string>> owned_now;
         for (const auto& b : blocks) owned_now.insert({b.node, b.cidr.to_string()});
         for (const auto& o : owned_before) given_back += owned_now.count(o) == 0;
@@ -980,13 +1040,12 @@ TEST_F(ClusterMode, ClaimsAndReleasesRacingOnThreeNodesNeverGiveAnAddressTwice) 
         auto v = run_ctl(
             {"--run-dir", dir.sub("node-" + std::to_string(n) + "/run"), "verify", "pool/shared"});
         EXPECT_EQ(v.exit_code, 0) << v.out;
-        // Helpers still running may finish a release: their disagreements last milliseconds.
+        // Helpers still running may finish a release: their disagreements last until they end.
         ProcessResult ls;
-        for (int i = 0; i < 50; ++i) {
+        wait_until([&] {
             ls = run_ctl({"cluster", "ls", "--config", config_file(n)});
-            if (ls.exit_code == 0) break;
-            ::usleep(100 * 1000);
-        }
+            return ls.exit_code == 0;
+        });
         EXPECT_EQ(ls.exit_code, 0) << ls.out;
     }
 }

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "cluster/node_files.h"
 #include "tests/cluster/simulated_nodes.h"
 
 namespace shmipam::testing {
@@ -139,7 +140,8 @@ TEST_F(ClusterStorm, ALeaderKilledMidStormThenNoQuorumThenRecovery) {
     const size_t killed = leader();
     ASSERT_LT(killed, etcd->size());
     auto storm = add_all(pods, cfg_of, [&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        // Mid-storm: the first block is in the store, and each node needs three more.
+        EXPECT_TRUE(wait_until([&] { return !store_blocks().empty(); }));
         etcd->kill(killed);
     });
     int64_t longest = 0;
@@ -147,9 +149,11 @@ TEST_F(ClusterStorm, ALeaderKilledMidStormThenNoQuorumThenRecovery) {
         EXPECT_EQ(c.result.exit_code, 0) << c.pod << ": " << c.result.out;
         longest = std::max(longest, c.ms);
     }
-    // An ADD may wait for the node's earlier helpers (they take turns) as well as its own, and
-    // one of them for an attempt to the killed leader: bounded, not by one budget.
-    EXPECT_LT(longest, 3 * kBudgetMs) << "an ADD waited too long with a quorum left";
+    // An ADD may wait for the node's earlier helpers (they take turns: at most the pool lock's
+    // bound) as well as its own, and one of them for an attempt to the killed leader: bounded,
+    // though not by one budget. How long it took is a figure (printed), not a bound of the test.
+    EXPECT_LT(longest, int64_t(cluster::kLockWaitBudgets + 1) * kBudgetMs)
+        << "an ADD waited past the pool lock's bound and its own budget with a quorum left";
     expect_one_owner(storm, 29);
     std::cout << "leader killed mid-storm: " << storm.size() << " ADDs, longest " << longest
               << " ms\n";
@@ -182,7 +186,11 @@ TEST_F(ClusterStorm, ALeaderKilledMidStormThenNoQuorumThenRecovery) {
             << c.result.out;
         longest_failure = std::max(longest_failure, c.ms);
     }
-    EXPECT_LT(longest_failure, 2 * kBudgetMs + 1000) << "an ADD waited past twice the budget";
+    // The ADDs' and helpers' own work beside the two budgets: their starts and the files they
+    // read, on a loaded machine. ADDs that each waited a budget after every earlier one's would
+    // take up to the count of ADDs times the budget.
+    constexpr int64_t kOwnWorkMs = 3000;
+    EXPECT_LT(longest_failure, 2 * kBudgetMs + kOwnWorkMs) << "an ADD waited past twice the budget";
     std::cout << "no quorum: " << lost.size() - 4 << " ADDs needing a block failed, longest "
               << longest_failure << " ms\n";
 

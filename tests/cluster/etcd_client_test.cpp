@@ -22,6 +22,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testing::EtcdCluster;
 
+// The budget of a call the TLS and authentication tests expect an answer to, or a quick
+// refusal: a TLS handshake, or etcd's bcrypt check of a password, on a loaded machine must not
+// exhaust it. A refusal retried until the budget ran out would take all of it, so "at once"
+// is asserted as under half of it.
+constexpr uint64_t kAnswerBudgetMs = 10'000;
+
 class Etcd : public testing::ThreeEtcdMembers {
   protected:
     EtcdConfig config() const {
@@ -168,7 +174,7 @@ TEST_P(EtcdMemberKilled, EveryCallSucceedsWithinTheBudget) {
         ASSERT_TRUE(r) << "call " << i << ": " << r.error().msg << " " << r.error().details;
         EXPECT_TRUE(r->created);
         longest = std::max(longest, took);
-        EXPECT_LE(took.count(), 5000) << "call " << i;
+        EXPECT_LE(took.count(), int64_t(config().budget_ms)) << "call " << i;
     }
     std::printf("[ etcd     ] %s killed: longest call %lld ms (attempt timeout 1000 ms)\n",
                 kill_leader ? "leader" : "follower", static_cast<long long>(longest.count()));
@@ -220,7 +226,7 @@ class EtcdTls : public ::testing::Test {
         c.ca_file = etcd->ca_file();
         c.cert_file = etcd->client_cert();
         c.key_file = etcd->client_key();
-        c.budget_ms = 3000;
+        c.budget_ms = kAnswerBudgetMs;
         return c;
     }
     std::unique_ptr<EtcdCluster> etcd;
@@ -244,7 +250,7 @@ TEST_F(EtcdTls, AWrongCaFailsAtOnceAndSaysTls) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::kUnavailable);
     EXPECT_NE(r.error().msg.find("TLS"), std::string::npos) << r.error().msg;
-    EXPECT_LT(took.count(), 1000) << "not retried for the whole budget";
+    EXPECT_LT(took.count(), int64_t(c.budget_ms / 2)) << "not retried for the whole budget";
 }
 
 TEST_F(EtcdTls, AClientWithoutACertificateIsRefused) {
@@ -291,7 +297,7 @@ class EtcdAuth : public ::testing::Test {
         c.endpoints = etcd->client_urls();
         c.username = user;
         c.password = password;
-        c.budget_ms = 2000;
+        c.budget_ms = kAnswerBudgetMs;
         return c;
     }
     std::unique_ptr<EtcdCluster> etcd;
@@ -320,7 +326,8 @@ TEST_F(EtcdAuth, AWrongPasswordOrNoUserFailsClearlyAndAtOnce) {
     EXPECT_NE(r.error().msg.find("invalid user ID or password"), std::string::npos)
         << r.error().msg;
     EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(),
-              1000);
+              int64_t(kAnswerBudgetMs / 2))
+        << "not retried for the whole budget";
     EtcdClient anonymous(config("", ""));
     auto a = anonymous.get("/shmipam/v1/auth-test");
     ASSERT_FALSE(a);

@@ -20,6 +20,7 @@
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/three_etcd_members.h"
+#include "tests/support/wait_for.h"
 
 namespace shmipam::testing {
 
@@ -106,14 +107,11 @@ inline size_t blocks_of(const std::vector<cluster::Block>& blocks, const std::st
     return n;
 }
 
-// Polls the store (up to 5 s) until `node` owns `want` blocks.
+// Polls the store until `node` owns `want` blocks (a detached helper may first wait for the
+// pool lock, then make several store calls: kStateDeadline bounds only a hang).
 inline bool wait_for_blocks(const std::function<std::vector<cluster::Block>()>& read,
                             const std::string& node, size_t want) {
-    for (int i = 0; i < 100; ++i) {
-        if (blocks_of(read(), node) == want) return true;
-        ::usleep(50 * 1000);
-    }
-    return false;
+    return wait_until([&] { return blocks_of(read(), node) == want; });
 }
 
 }  // namespace shmipam::testing

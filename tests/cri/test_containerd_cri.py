@@ -72,6 +72,11 @@ CNI_ARGS_KEYS = {"IgnoreUnknown", "K8S_POD_NAMESPACE", "K8S_POD_NAME",
                  "K8S_POD_INFRA_CONTAINER_ID", "K8S_POD_UID"}
 ANNOTATIONS_CAPABILITY = "io.kubernetes.cri.pod-annotations"
 
+# The Kubernetes helper's budget (ipam.kubernetes.budgetMs) in PodFactsFromApi: no case is about
+# the budget (the API server down refuses at once), and a TLS exchange with the stand-in, in this
+# process beside containerd and its sandboxes on a loaded machine, must not fail for it.
+API_BUDGET_MS = 10000
+
 
 def require_root():
     if os.geteuid() == 0:
@@ -578,7 +583,7 @@ class PodFactsFromApi(CriSuite):
         super().tearDownClass()
 
     def kubernetes(self):
-        return {"kubeconfig": self.kubeconfig, "helper": KUBE_HELPER}
+        return {"kubeconfig": self.kubeconfig, "helper": KUBE_HELPER, "budgetMs": API_BUDGET_MS}
 
     def put_pod(self, name, uid, labels=None, annotations=None, controller=None):
         owners = None

@@ -21,15 +21,24 @@ namespace {
 using nlohmann::json;
 namespace protocol = kube::protocol;
 
+// The budget of a run a test expects an answer from: the tests of the budget pass their own, and
+// a TLS exchange with the stand-in on a loaded machine must not fail for it.
+constexpr uint64_t kAnswerBudgetMs = 10'000;
+// What a run takes beyond its budget (docs/kubernetes.md: "within the budget plus a second"):
+// the helper's start (a dynamically linked process: tens of milliseconds of CPU on a slow
+// machine), its request and kubeconfig read before the budget starts, and its exit.
+constexpr uint64_t kPastTheBudgetMs = 1000;
+
 class KubeHelper : public ::testing::Test {
   protected:
     void SetUp() override { ASSERT_TRUE(api.ready()) << api.why_not_ready(); }
 
-    protocol::Api with(const std::string& kubeconfig, uint64_t budget_ms = 3000) const {
+    protocol::Api with(const std::string& kubeconfig, uint64_t budget_ms = kAnswerBudgetMs) const {
         return protocol::Api{kubeconfig, budget_ms};
     }
     ProcessResult read_pod(const std::string& ns, const std::string& name,
-                           const std::string& kubeconfig = "", uint64_t budget_ms = 3000) {
+                           const std::string& kubeconfig = "",
+                           uint64_t budget_ms = kAnswerBudgetMs) {
         return helper(protocol::encode(protocol::ReadPod{
             with(kubeconfig.empty() ? api.kubeconfig() : kubeconfig, budget_ms), ns, name}));
     }
@@ -202,7 +211,7 @@ TEST_F(KubeHelper, NoAnswerWithinTheBudgetIsTryAgainLaterWithinAboutTheBudget) {
     const auto elapsed = std::chrono::steady_clock::now() - start;
     EXPECT_EQ(code_of(r), 11) << r.out;
     EXPECT_NE(msg_of(r).find("700 ms"), std::string::npos) << r.out;
-    EXPECT_LT(elapsed, std::chrono::milliseconds(kBudgetMs + 1000));
+    EXPECT_LT(elapsed, std::chrono::milliseconds(kBudgetMs + kPastTheBudgetMs));
     EXPECT_GE(elapsed, std::chrono::milliseconds(kBudgetMs - 50));
 }
 
@@ -213,11 +222,11 @@ TEST_F(KubeHelper, StatefulSetsShareOneBudget) {
     api.set_delay(400, "/apis/");
     const auto start = std::chrono::steady_clock::now();
     auto r = helper(protocol::encode(protocol::ReadStatefulSets{
-        with(api.kubeconfig(), kBudgetMs), {{"default", "a"}, {"default", "b"}, {"default", "c"},
-                                            {"default", "d"}}}));
+        with(api.kubeconfig(), kBudgetMs),
+        {{"default", "a"}, {"default", "b"}, {"default", "c"}, {"default", "d"}}}));
     const auto elapsed = std::chrono::steady_clock::now() - start;
     EXPECT_EQ(code_of(r), 11) << r.out;
-    EXPECT_LT(elapsed, std::chrono::milliseconds(kBudgetMs + 1000));
+    EXPECT_LT(elapsed, std::chrono::milliseconds(kBudgetMs + kPastTheBudgetMs));
 }
 
 TEST_F(KubeHelper, AnUnreachableApiServerIsTryAgainLaterAndItsReturnIsSeen) {
@@ -249,15 +258,15 @@ TEST_F(KubeHelper, BadKubeconfigsAre7NamingTheFileAndWhatIsWrong) {
     const std::vector<Case> cases = {
         {"missing", "", "cannot be read: No such file or directory"},
         {"bad-yaml", "clusters: [\n  - {name: a\n", "is not valid YAML"},
-        {"no-current-context", edited("current-context: shmipam\n", ""),
-         "has no current-context"},
+        {"no-current-context", edited("current-context: shmipam\n", ""), "has no current-context"},
         {"unknown-context", edited("current-context: shmipam", "current-context: elsewhere"),
          "context \"elsewhere\""},
         {"unknown-cluster", edited("    cluster: standin", "    cluster: nowhere"),
          "cluster \"nowhere\""},
         {"unknown-user", edited("    user: shmipam", "    user: nobody"), "user \"nobody\""},
         {"no-server", edited("    server: " + api.server() + "\n", ""), "has no server"},
-        {"bad-base64", edited("certificate-authority-data: ", "certificate-authority-data: not-base64-"),
+        {"bad-base64",
+         edited("certificate-authority-data: ", "certificate-authority-data: not-base64-"),
          "certificate-authority-data is not base64"},
         {"missing-ca-file",
          edited("certificate-authority-data: ", "certificate-authority: no-such.crt\n    x: "),
@@ -268,8 +277,8 @@ TEST_F(KubeHelper, BadKubeconfigsAre7NamingTheFileAndWhatIsWrong) {
         if (!c.text.empty()) write_file(path, c.text);
         auto r = read_pod("default", "web-0", path);
         EXPECT_EQ(code_of(r), 7) << c.name << ": " << r.out;
-        EXPECT_NE(msg_of(r).find("kubeconfig " + path), std::string::npos) << c.name << ": "
-                                                                            << r.out;
+        EXPECT_NE(msg_of(r).find("kubeconfig " + path), std::string::npos)
+            << c.name << ": " << r.out;
         EXPECT_NE(msg_of(r).find(c.said), std::string::npos) << c.name << ": " << r.out;
     }
     EXPECT_EQ(api.request_count(), 0u) << "nothing asked of the API server";
@@ -318,7 +327,8 @@ TEST_F(KubeHelper, AClientKeyThatIsNotTheCertificatesIs7NamingTheUsersFields) {
 
 TEST_F(KubeHelper, NoCredentialsAtAllAreUnauthorized) {
     api.put_pod("default", "web-0", "u");
-    auto r = read_pod("default", "web-0", api.write_kubeconfig("anonymous", {.auth = KubeStandin::Auth::kNone}));
+    auto r = read_pod("default", "web-0",
+                      api.write_kubeconfig("anonymous", {.auth = KubeStandin::Auth::kNone}));
     EXPECT_EQ(code_of(r), 7) << r.out;
     EXPECT_NE(msg_of(r).find("401 Unauthorized"), std::string::npos) << r.out;
 }
@@ -348,8 +358,8 @@ TEST_F(KubeHelper, ATokenFileIsReadOnEveryRunAndRelativeCaFilesBesideTheKubeconf
 
 TEST_F(KubeHelper, ARequestOfAnotherVersionOrAnUnknownOpIsRefusedWithCode1AndAsksNothing) {
     api.put_pod("default", "web-0", "u");
-    json req = json::parse(protocol::encode(
-        protocol::ReadPod{with(api.kubeconfig()), "default", "web-0"}));
+    json req = json::parse(
+        protocol::encode(protocol::ReadPod{with(api.kubeconfig()), "default", "web-0"}));
     req["version"] = 2;
     auto v2 = helper(req.dump());
     EXPECT_EQ(code_of(v2), 1) << v2.out;
@@ -379,7 +389,8 @@ TEST_F(KubeHelper, AnAnswerThatIsNotTheApiServersIsNeverTakenForOne) {
         << sets.out;
     api.clear_faults();
     api.put_raw("/api/v1/namespaces/default/pods/odd",
-                json{{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+                json{{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
                      {"metadata", {{"name", "odd"}, {"namespace", "default"}, {"uid", "x"}}}}
                     .dump());
     auto odd = read_pod("default", "odd");
@@ -391,10 +402,11 @@ TEST_F(KubeHelper, AnAnswerThatIsNotTheApiServersIsNeverTakenForOne) {
 // pulls) is never used for the API server.
 TEST_F(KubeHelper, ProxyVariablesOfTheRuntimesEnvironmentAreNotUsed) {
     api.put_pod("default", "web-0", "u");
-    const ProcessResult r = helper(
-        protocol::encode(protocol::ReadPod{with(api.kubeconfig()), "default", "web-0"}),
-        {{"HTTPS_PROXY", "http://127.0.0.1:9"}, {"https_proxy", "http://127.0.0.1:9"},
-         {"ALL_PROXY", "http://127.0.0.1:9"}});
+    const ProcessResult r =
+        helper(protocol::encode(protocol::ReadPod{with(api.kubeconfig()), "default", "web-0"}),
+               {{"HTTPS_PROXY", "http://127.0.0.1:9"},
+                {"https_proxy", "http://127.0.0.1:9"},
+                {"ALL_PROXY", "http://127.0.0.1:9"}});
     EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 

@@ -8,13 +8,12 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
-#include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "base/base64.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait_for.h"
 
 namespace shmipam::testing {
 namespace {
@@ -23,7 +22,8 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 const std::string kCa =
-    "-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIBADAKBggqhkjOPQQDAjAjMSEwHwYDVQQDDBhrM3Mtc2Vy\n"
+    "-----BEGIN "
+    "CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIBADAKBggqhkjOPQQDAjAjMSEwHwYDVQQDDBhrM3Mtc2Vy\n"
     "dmVyLWNhQDE3MDAwMDAwMDAwHhcNMjQwMTAxMDAwMDAwWhcNMzQwMTAxMDAwMDAw\n"
     "-----END CERTIFICATE-----\n";
 
@@ -32,25 +32,25 @@ json yaml_node(yaml_document_t& doc, int index) {
     yaml_node_t* n = yaml_document_get_node(&doc, index);
     if (n == nullptr) return nullptr;
     switch (n->type) {
-    case YAML_SCALAR_NODE:
-        return std::string(reinterpret_cast<const char*>(n->data.scalar.value),
-                           n->data.scalar.length);
-    case YAML_SEQUENCE_NODE: {
-        json out = json::array();
-        for (auto* i = n->data.sequence.items.start; i < n->data.sequence.items.top; ++i) {
-            out.push_back(yaml_node(doc, *i));
+        case YAML_SCALAR_NODE:
+            return std::string(reinterpret_cast<const char*>(n->data.scalar.value),
+                               n->data.scalar.length);
+        case YAML_SEQUENCE_NODE: {
+            json out = json::array();
+            for (auto* i = n->data.sequence.items.start; i < n->data.sequence.items.top; ++i) {
+                out.push_back(yaml_node(doc, *i));
+            }
+            return out;
         }
-        return out;
-    }
-    case YAML_MAPPING_NODE: {
-        json out = json::object();
-        for (auto* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; ++p) {
-            out[yaml_node(doc, p->key).get<std::string>()] = yaml_node(doc, p->value);
+        case YAML_MAPPING_NODE: {
+            json out = json::object();
+            for (auto* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; ++p) {
+                out[yaml_node(doc, p->key).get<std::string>()] = yaml_node(doc, p->value);
+            }
+            return out;
         }
-        return out;
-    }
-    default:
-        return nullptr;
+        default:
+            return nullptr;
     }
 }
 
@@ -112,8 +112,8 @@ class Kubeconfig : public ::testing::TestWithParam<std::string> {
         fs::remove_all(sa + "/" + old);
     }
     std::vector<std::string> argv(std::vector<std::string> extra) const {
-        std::vector<std::string> a{GetParam(), "kubeconfig", "--service-account-dir", sa,
-                                   "--out", out};
+        std::vector<std::string> a{GetParam(), "kubeconfig", "--service-account-dir",
+                                   sa,         "--out",      out};
         a.insert(a.end(), extra.begin(), extra.end());
         return a;
     }
@@ -148,8 +148,9 @@ TEST_P(Kubeconfig, WritesOneClusterUserAndContextFromTheServiceAccountWithMode06
     ASSERT_TRUE(cluster.is_object() && user.is_object()) << k.dump(2);
     EXPECT_EQ(cluster["cluster"]["server"], "https://10.96.0.1:443");
     EXPECT_EQ(cluster["cluster"]["certificate-authority-data"], base::base64_encode(kCa));
-    EXPECT_EQ(base::base64_decode(cluster["cluster"]["certificate-authority-data"].get<std::string>()),
-              kCa);
+    EXPECT_EQ(
+        base::base64_decode(cluster["cluster"]["certificate-authority-data"].get<std::string>()),
+        kCa);
     EXPECT_EQ(user["user"]["token"], "token-one");
     // Nothing but the kubeconfig in its directory (no temporary file left).
     for (const auto& e : fs::directory_iterator(fs::path(out).parent_path())) {
@@ -177,50 +178,57 @@ TEST_P(Kubeconfig, AnUnchangedKubeconfigIsNotRewrittenAndAChangedTokenIs) {
 }
 
 TEST_P(Kubeconfig, TheServerComesFromThePodsEnvironmentWithAnIPv6HostBracketed) {
-    auto r = run({}, {{"KUBERNETES_SERVICE_HOST", "fd00:10:96::1"},
-                      {"KUBERNETES_SERVICE_PORT", "443"}});
+    auto r =
+        run({}, {{"KUBERNETES_SERVICE_HOST", "fd00:10:96::1"}, {"KUBERNETES_SERVICE_PORT", "443"}});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_EQ(parse_yaml(read_file(out))["clusters"][0]["cluster"]["server"],
               "https://[fd00:10:96::1]:443");
-    auto v4 = run({}, {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                       {"KUBERNETES_SERVICE_PORT", "6443"}});
+    auto v4 =
+        run({}, {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "6443"}});
     ASSERT_EQ(v4.exit_code, 0) << v4.out << v4.err;
     EXPECT_EQ(parse_yaml(read_file(out))["clusters"][0]["cluster"]["server"],
               "https://10.96.0.1:6443");
 }
 
 TEST_P(Kubeconfig, EveryFollowsATokenRotatedBySwappingTheDataSymlink) {
-    Child loop(argv({"--server", "https://10.96.0.1:443", "--every", "1"}), {}, "");
+    // The loop's stderr goes to a file the test reads while it runs: a failed round says so.
+    const std::string err = dir.sub("every.err");
+    std::vector<std::string> sh{"/bin/sh", "-c", "exec \"$@\" 2>\"$0\"", err};
+    for (auto& a : argv({"--server", "https://10.96.0.1:443", "--every", "1"})) sh.push_back(a);
+    Child loop(sh, {}, "");
     auto token_is = [&](const std::string& want) {
-        for (int i = 0; i < 100; ++i) {
-            if (fs::exists(out) &&
-                parse_yaml(read_file(out))["users"][0]["user"]["token"] == want) {
-                return true;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        return false;
+        return wait_until([&] {
+            return fs::exists(out) &&
+                   parse_yaml(read_file(out))["users"][0]["user"]["token"] == want;
+        });
     };
     EXPECT_TRUE(token_is("token-one"));
     const ino_t first = inode_of(out);
-    // A round with nothing changed leaves the file alone.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+    // A round with nothing changed leaves the file alone. Every round reads the file before it
+    // decides, so its second read from now on comes after a whole round ran.
+    {
+        OpenWatch reads(out);
+        ASSERT_TRUE(reads.watching());
+        EXPECT_TRUE(reads.wait_opens(2, [&] { return inode_of(out) != first; })) << "no round ran";
+    }
     EXPECT_EQ(inode_of(out), first);
     rotate("..2024_01_01_01_00_00.2", "token-two");
     EXPECT_TRUE(token_is("token-two"));
     // A round that fails (the token gone) is said and retried, the loop goes on, and the
     // kubeconfig it wrote last stays.
     fs::remove(sa + "/..data");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const auto said_it_failed = [&] {
+        return read_file(err).find("cannot read " + sa + "/ca.crt") != std::string::npos;
+    };
+    EXPECT_TRUE(wait_until(said_it_failed)) << "no round failed: " << read_file(err);
     EXPECT_EQ(parse_yaml(read_file(out))["users"][0]["user"]["token"], "token-two");
     fs::create_directory_symlink("..2024_01_01_01_00_00.2", sa + "/..data");
     rotate("..2024_01_01_02_00_00.3", "token-three");
     EXPECT_TRUE(token_is("token-three"));
     ::kill(loop.pid(), SIGTERM);
     auto r = loop.wait();
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    EXPECT_NE(r.err.find("cannot read " + sa + "/ca.crt"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("trying again"), std::string::npos) << r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.out << read_file(err);
+    EXPECT_NE(read_file(err).find("trying again"), std::string::npos) << read_file(err);
 }
 
 TEST_P(Kubeconfig, BadInputExitsTwoSayingWhatToFixAndWritesNothing) {
@@ -241,8 +249,8 @@ TEST_P(Kubeconfig, BadInputExitsTwoSayingWhatToFixAndWritesNothing) {
     auto no_server_every = run({"--every", "1"});
     EXPECT_EQ(no_server_every.exit_code, 2) << no_server_every.err;
     // No service account directory.
-    auto no_sa = run_process({GetParam(), "kubeconfig", "--service-account-dir",
-                              dir.sub("nothing"), "--out", out, "--server", "https://a:443"},
+    auto no_sa = run_process({GetParam(), "kubeconfig", "--service-account-dir", dir.sub("nothing"),
+                              "--out", out, "--server", "https://a:443"},
                              {}, "");
     EXPECT_EQ(no_sa.exit_code, 2) << no_sa.err;
     EXPECT_NE(no_sa.err.find("--service-account-dir"), std::string::npos) << no_sa.err;

@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
@@ -466,20 +468,45 @@ TEST_F(LifecycleStates, APoolAddedBackBeforeAKilledRemovalIsFinishedIsNeverDelet
 // SIGKILLed at random moments (no fault points in this build): every time the state is whole
 // or removed, and the next run finishes it.
 TEST_F(LifecycleStates, ARemovalSigkilledAtRandomLeavesTheStateWholeOrRemoved) {
-    int whole = 0, removed = 0;
-    // A removal's run takes a few milliseconds, its steps the last of them: the kills sweep it.
-    constexpr int kRounds = 24;
-    constexpr int kFirstKillUs = 1500, kKillStepUs = 250;
-    for (int round = 0; round < kRounds; ++round) {
+    const auto leave_a_round = [&] {
         fs::remove_all(dir.sub("run"));
         fs::remove_all(dir.sub("data"));
         write_file(dir.sub("pools/gone.yaml"), kGone);
         add("s1", config());
         leave_gone_state();
-        Child child({SHMIPAMCTL_PATH, "--run-dir", dir.sub("run"), "states", "--config", conf(),
-                     "remove", "pool/gone", "--apply"},
-                    {}, "");
-        std::this_thread::sleep_for(std::chrono::microseconds(kFirstKillUs + kKillStepUs * round));
+    };
+    const std::vector<std::string> removal{SHMIPAMCTL_PATH, "--run-dir", dir.sub("run"),
+                                           "states",        "--config",  conf(),
+                                           "remove",        "pool/gone", "--apply"};
+    // What a removal takes, from spawn to exit, on this machine now (the median of a few whole
+    // runs): the kill times are fractions of it, never fixed microseconds, which on a slower
+    // machine would all land while the process is still starting.
+    constexpr int kTimingRuns = 5;  // odd: the median is one of them
+    std::vector<std::chrono::microseconds> took;
+    for (int i = 0; i < kTimingRuns; ++i) {
+        leave_a_round();
+        ASSERT_FALSE(HasFatalFailure());
+        const auto start = std::chrono::steady_clock::now();
+        const ProcessResult r = run_process(removal, {}, "");
+        took.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - start));
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        ASSERT_TRUE(gone_state_removed());
+    }
+    std::nth_element(took.begin(), took.begin() + kTimingRuns / 2, took.end());
+    const std::chrono::microseconds removal_time = took[kTimingRuns / 2];
+    // The kills sweep a removal's run from a quarter of it (its start: the exec and the reads)
+    // to past its end (its steps are the last of it).
+    constexpr int kRounds = 24;
+    constexpr int kFirstKillPercent = 25, kLastKillPercent = 125;
+    int whole = 0, removed = 0;
+    for (int round = 0; round < kRounds; ++round) {
+        leave_a_round();
+        ASSERT_FALSE(HasFatalFailure());
+        Child child(removal, {}, "");
+        const int percent =
+            kFirstKillPercent + (kLastKillPercent - kFirstKillPercent) * round / (kRounds - 1);
+        std::this_thread::sleep_for(removal_time * percent / 100);
         ::kill(child.pid(), SIGKILL);
         child.wait();
         const bool journal_named = fs::exists(dir.sub("data/_pools/ippool_gone"));
@@ -491,11 +518,13 @@ TEST_F(LifecycleStates, ARemovalSigkilledAtRandomLeavesTheStateWholeOrRemoved) {
         }
         const json listed = states();
         EXPECT_EQ(listed["withdrawn"].size(), journal_named ? 1u : 0u) << listed.dump();
-        if (!journal_named) EXPECT_TRUE(gone_state_removed()) << "round " << round;
+        if (!journal_named) {
+            EXPECT_TRUE(gone_state_removed()) << "round " << round;
+        }
         verify_clean("pool/stay");
     }
-    std::cout << "kills: " << whole << " left the state whole, " << removed
-              << " after the removal's commit\n";
+    std::cout << "a removal takes " << removal_time.count() << " us; kills: " << whole
+              << " left the state whole, " << removed << " after the removal's commit\n";
 }
 
 }  // namespace

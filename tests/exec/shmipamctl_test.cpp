@@ -21,6 +21,7 @@
 #include "shm/journal.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait_for.h"
 
 namespace shmipam::testing {
 namespace {
@@ -248,14 +249,10 @@ TEST_F(Ctl, MetricsEveryRewritesTheTextfileUntilStopped) {
     const std::string allocated41 =
         "shmipam_addresses{network=\"ops\",block=\"10.91.0.0/24\",state=\"allocated\"} 41";
     const auto wait_for = [&](const std::string& text) {
-        for (int i = 0; i < 50; ++i) {
-            if (::access(dir.sub("shmipam.prom").c_str(), R_OK) == 0 &&
-                read_file(dir.sub("shmipam.prom")).find(text) != std::string::npos) {
-                return true;
-            }
-            ::usleep(100 * 1000);
-        }
-        return false;
+        return wait_until([&] {
+            return ::access(dir.sub("shmipam.prom").c_str(), R_OK) == 0 &&
+                   read_file(dir.sub("shmipam.prom")).find(text) != std::string::npos;
+        });
     };
     EXPECT_TRUE(wait_for(allocated40));
     add("c40", "p40");
