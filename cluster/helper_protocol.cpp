@@ -210,6 +210,7 @@ std::string encode(const Request& r) {
     } else if (const auto* f = std::get_if<Refresh>(&r)) {
         put_scope(j, f->scope);
         put_geometry(j, f->geometry);
+        j["lockHandedOver"] = f->lock_handed_over;
     } else if (const auto* t = std::get_if<TakeFixed>(&r)) {
         put_scope(j, t->scope);
         j["usable"] = ranges_json(t->usable);
@@ -287,8 +288,10 @@ Expected<Request> decode(std::string_view text) {
     if (op == op_name(Refresh{})) {
         if (!scope) return scope.error();
         auto g = in.geometry();
+        auto handed = in.flag("lockHandedOver");
         if (!g) return g.error();
-        return Request{Refresh{std::move(*scope), std::move(*g)}};
+        if (!handed) return handed.error();
+        return Request{Refresh{std::move(*scope), std::move(*g), *handed}};
     }
     if (op == op_name(TakeFixed{})) {
         if (!scope) return scope.error();

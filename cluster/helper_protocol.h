@@ -70,6 +70,7 @@ struct ClaimBlock {
 struct Refresh {
     Scope scope;
     BlockGeometry geometry;
+    bool lock_handed_over = false;
 };
 // The fixed claim `claim_key`'s address in a pool of fixed addresses: the claim's (taken over
 // from another node if needed), or a new one among `usable`.

@@ -114,8 +114,20 @@ void ClusterSource::prepare(const PoolTarget& t) {
     // Etcd found unreachable a short while ago: not asked again by every ADD (each would wait a
     // budget); the cache serves meanwhile.
     if (cluster::touched_within(files_.unavailable(t.pool), cluster::kUnavailableQuietS)) return;
-    const std::string req = protocol::encode(protocol::Refresh{scope(t.pool), geometry(t)});
-    auto out = run_helper(helper_path(mode_), req);
+    // One reconcile per node and pool: the ADDs that start together after a boot all find no
+    // marker; they take turns on the pool lock, and the ones after the first find the marker
+    // the first left under the lock and exec nothing (a helper each, in turn, is a wait of the
+    // node's ADD count times a helper's run for the last of them).
+    auto lock = lock_pool(t.pool);
+    if (!lock) {
+        std::fprintf(stderr, "shmipam: the node's blocks of %s not checked against etcd: %s\n",
+                     t.pool.c_str(), lock.error().msg.c_str());
+        return;
+    }
+    if (::stat(marker.c_str(), &st) == 0) return;
+    protocol::Refresh req{scope(t.pool), geometry(t)};
+    req.lock_handed_over = true;
+    auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
     auto answer = out ? protocol::block_answer(*out) : Expected<protocol::BlockAnswer>(out.error());
     if (!answer) {
         // Not reconciled (etcd unreachable, say): the cache serves as it is until a later ADD
@@ -124,6 +136,7 @@ void ClusterSource::prepare(const PoolTarget& t) {
                      t.pool.c_str(), answer.error().msg.c_str());
         return;
     }
+    // Before the lock goes: the ADDs waiting for it find the marker.
     cluster::make_dirs(files_.run_dir);
     cluster::touch(marker);
 }

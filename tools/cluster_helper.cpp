@@ -296,6 +296,7 @@ const protocol::Scope& scope_of(const protocol::Request& r) {
 
 bool lock_handed_over(const protocol::Request& r) {
     if (const auto* c = std::get_if<protocol::ClaimBlock>(&r)) return c->lock_handed_over;
+    if (const auto* f = std::get_if<protocol::Refresh>(&r)) return f->lock_handed_over;
     if (const auto* t = std::get_if<protocol::TakeFixed>(&r)) return t->lock_handed_over;
     return false;
 }
