@@ -294,16 +294,26 @@ bool heal_slot_if_orphaned(NetworkStore& store, shm::BlockFile& block, uint64_t 
     // owners is the slot generation, not these records: any later owner's ALLOC has a higher
     // generation and wins replay. What they keep is the journal's view equal to the arena's, so
     // that a rebuild does not bring back an allocation nobody holds.
+    // `slot_word` was read before the judgement below, which looks at the lease or the entry as
+    // they are now: a live holder may have moved the slot on in between (published its claim,
+    // committed, freed its lease), and a record journaled for the old word carries the very
+    // generation of the slot's new state, newer in sequence, so it would displace that
+    // allocation at a rebuild. So the slot is read again after the judgement: a holder settles
+    // its slots before it frees its lease, and an entry's tenancy ends only after its slots are
+    // let go, so a slot still at `slot_word` then was left by a holder or tenancy that is gone.
+    const auto unchanged = [&] { return slot_ops::load_state(block, slot) == slot_word; };
     if (sw.state == SlotState::kAllocated) {
         // Allocated to a tenancy that ended (rolled back by a healer that died before it got
         // to this slot, and the entry reused since): nobody holds it. Best effort, as every
         // ROLLBACK: without it a rebuild restores an allocation GC then releases.
         if (!allocation_orphaned(store, sw)) return false;
+        if (!unchanged()) return false;
         journal_rollback(store, block, slot, slot_word);
         return slot_ops::roll_back(block, slot, slot_word);
     }
     if (sw.state != SlotState::kClaiming && sw.state != SlotState::kReleasing) return false;
     if (!holder_gone(store, sw.lease_index, sw.lease_gen)) return false;
+    if (!unchanged()) return false;
     // A claim never committed (slots are published before their entry commits; its ALLOC may
     // be durable) and a release always completes.
     if (sw.state == SlotState::kClaiming) {

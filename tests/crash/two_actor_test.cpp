@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/fault_point.h"
 #include "engine/recovery/recovery.h"
+#include "engine/slots/slot_ops.h"
 #include "engine/state/journal_compaction.h"
 #include "shm/atomic_word.h"
 #include "tests/support/at_point.h"
@@ -451,6 +452,58 @@ TEST(CreatorMeetsCreator, ASecondFirstInvocationWaitsForTheIndexBeingBuiltWithin
     EXPECT_FALSE(later->creation().created);
     EXPECT_EQ(later->index().header().epoch, first->index().header().epoch);
     testing::expect_verify_clean(*later);
+}
+
+// A slot healer (an ADD's scan, a sweep) reads a slot CLAIMING by an ADD in flight and judges
+// the holder only once that ADD has published, committed and freed its lease: a free lease
+// looks like a holder gone. Journaled from the word read before, its ROLLBACK carried the
+// generation of the ADD's allocation and, newer in the journal, displaced it: a rebuild would
+// have lost the address (verify: unjournaled-allocation), and given it to a second pod. Seen in
+// the cluster storm, where a node's ADDs fill a block together. The healer now reads the slot
+// again after its judgement and leaves a slot that moved on.
+TEST(SlotHealer, AHolderJudgedAfterItFinishedIsNotRolledBackFromTheWordReadBefore) {
+    testing::TempDir dir;
+    const NetworkConfig cfg =
+        testing::network_config(dir, {testing::range_set({{"10.74.0.0/28", "", "", ""}})});
+    auto store = testing::open_store(cfg);
+    ASSERT_NE(store, nullptr);
+    Allocator alloc(*store, cfg);
+    struct Seen {
+        shm::BlockFile* block = nullptr;
+        uint64_t slot = 0, word = 0;
+    };
+    std::optional<Seen> seen;
+    Expected<AddOutcome> added = make_error(Code::kInternal, "not run");
+    {
+        // The healer's read: the ADD's slot, CLAIMING.
+        AtPoint at("add.after_slot_claim", [&] {
+            auto blocks = store->all_blocks();
+            ASSERT_TRUE(blocks);
+            for (shm::BlockFile* b : *blocks) {
+                for (uint64_t i = 0; i < b->slot_count(); ++i) {
+                    const uint64_t w = slot_ops::load_state(*b, i);
+                    if (shm::SlotWord::decode(w).state == format::SlotState::kClaiming)
+                        seen = {b, i, w};
+                }
+            }
+        });
+        added = alloc.add(testing::add_request("x"));
+        ASSERT_TRUE(at.reached());
+    }
+    ASSERT_TRUE(added) << added.error().msg;
+    ASSERT_TRUE(seen) << "no slot was CLAIMING at add.after_slot_claim";
+    // The healer's judgement, after the ADD is done.
+    EXPECT_FALSE(heal_slot_if_orphaned(*store, *seen->block, seen->slot, seen->word));
+    testing::expect_verify_clean(*store);
+    // Lost and rebuilt from the journal: x keeps its address.
+    const std::string address = added->addresses[0].address.to_string();
+    std::filesystem::remove_all(cfg.state_dir());
+    auto rebuilt = testing::open_store(cfg);
+    ASSERT_NE(rebuilt, nullptr);
+    auto held = Allocator(*rebuilt, cfg).addresses_of({"x", "eth0"});
+    ASSERT_TRUE(held && !held->empty()) << "the rebuild lost x's address";
+    EXPECT_EQ(held->at(0).address.to_string(), address);
+    testing::expect_verify_clean(*rebuilt);
 }
 
 }  // namespace
