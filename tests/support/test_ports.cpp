@@ -63,6 +63,10 @@ PortWindow port_window(uint16_t ephemeral_first, uint16_t ephemeral_last) {
 }
 
 uint16_t reserve_port(std::string* why) {
+    return reserve_port_by(kPortCursorFile, why);
+}
+
+uint16_t reserve_port_by(const std::string& cursor_file, std::string* why) {
     auto fail = [&](const std::string& text) -> uint16_t {
         if (why) *why = text;
         return 0;
@@ -79,15 +83,14 @@ uint16_t reserve_port(std::string* why) {
                     " leaves fewer than " + std::to_string(kFewestTestPorts) +
                     " ports outside it for the tests' servers");
     }
-    const int fd = ::open(kPortCursorFile, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return fail(std::string("cannot open ") + kPortCursorFile + ": " + std::strerror(errno));
+    const int fd = ::open(cursor_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return fail("cannot open " + cursor_file + ": " + std::strerror(errno));
     ::fchmod(fd, 0666);  // every user's test processes share it (umask aside)
     while (::flock(fd, LOCK_EX) != 0) {
         if (errno != EINTR) {
             const int e = errno;
             ::close(fd);
-            return fail(std::string("cannot lock ") + kPortCursorFile + ": " + std::strerror(e));
+            return fail("cannot lock " + cursor_file + ": " + std::strerror(e));
         }
     }
     const uint32_t span = uint32_t(window.last) - window.first + 1;
@@ -112,8 +115,7 @@ uint16_t reserve_port(std::string* why) {
     ::close(fd);  // the flock goes with it
     if (port == 0)
         return fail("no free port left in " + std::to_string(window.first) + "-" +
-                    std::to_string(window.last) + " (or " + kPortCursorFile +
-                    " cannot be written)");
+                    std::to_string(window.last) + " (or " + cursor_file + " cannot be written)");
     return port;
 }
 

@@ -47,6 +47,9 @@ PortWindow port_window(uint16_t ephemeral_first, uint16_t ephemeral_last);
 // on; 0 (with `why` set, if given) when none can be had: the ephemeral range leaves no window,
 // or the cursor file cannot be locked.
 uint16_t reserve_port(std::string* why = nullptr);
+// The same with another cursor file: a test of the protocol itself, which must never move the
+// cursor the other test processes share.
+uint16_t reserve_port_by(const std::string& cursor_file, std::string* why = nullptr);
 
 // A server started on a reserved port: it listens, or it exited first (its port was taken after
 // all, or it failed otherwise: its output says which), or it did neither in time.

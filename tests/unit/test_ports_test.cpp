@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +15,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "tests/support/temp_dir.h"
 
 namespace shmipam::testing {
 namespace {
@@ -83,8 +84,11 @@ TEST(TestPorts, ConcurrentProcessesAreNeverHandedTheSamePortNorAnEphemeralOne) {
     EXPECT_EQ(handed, size_t(kProcesses * kPortsEach));
 }
 
-// A port a server listens on is passed over, even where the cursor points at it.
+// A port a server listens on is passed over, even where the cursor points at it. (A cursor of
+// the test's own: moving the shared one back would hand other test processes ports again.)
 TEST(TestPorts, APortSomeServerListensOnIsSkipped) {
+    TempDir dir;
+    const std::string cursor = dir.sub("cursor");
     const uint16_t taken = reserve_port();
     ASSERT_NE(taken, 0);
     const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -94,17 +98,10 @@ TEST(TestPorts, APortSomeServerListensOnIsSkipped) {
     a.sin_port = htons(taken);
     ASSERT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
     ASSERT_EQ(::listen(server, 1), 0);
-    {
-        // The cursor set back to the listened port, under the protocol's lock.
-        const int fd = ::open(kPortCursorFile, O_RDWR);
-        ASSERT_GE(fd, 0);
-        ASSERT_EQ(::flock(fd, LOCK_EX), 0);
-        const std::string at = std::to_string(taken) + "\n";
-        ASSERT_EQ(::ftruncate(fd, 0), 0);
-        ASSERT_EQ(::pwrite(fd, at.data(), at.size(), 0), ssize_t(at.size()));
-        ::close(fd);
-    }
-    EXPECT_NE(reserve_port(), taken);
+    write_file(cursor, std::to_string(taken) + "\n");
+    const uint16_t next = reserve_port_by(cursor);
+    EXPECT_NE(next, 0);
+    EXPECT_NE(next, taken);
     ::close(server);
 }
 
