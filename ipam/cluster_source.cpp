@@ -118,24 +118,20 @@ void ClusterSource::prepare(const PoolTarget& t) {
     // marker; they take turns on the pool lock, and the ones after the first find the marker
     // the first left under the lock and exec nothing (a helper each, in turn, is a wait of the
     // node's ADD count times a helper's run for the last of them).
-    auto lock = lock_pool(t.pool);
-    if (!lock) {
+    // Not reconciled (etcd unreachable, say): the cache serves as it is until a later ADD gets
+    // through (or a block claim or release rewrites the cache from the store).
+    const auto not_checked = [&](const Error& e) {
         std::fprintf(stderr, "shmipam: the node's blocks of %s not checked against etcd: %s\n",
-                     t.pool.c_str(), lock.error().msg.c_str());
-        return;
-    }
+                     t.pool.c_str(), e.msg.c_str());
+    };
+    auto lock = lock_pool(t.pool);
+    if (!lock) return not_checked(lock.error());
     if (::stat(marker.c_str(), &st) == 0) return;
     protocol::Refresh req{scope(t.pool), geometry(t)};
     req.lock_handed_over = true;
     auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
     auto answer = out ? protocol::block_answer(*out) : Expected<protocol::BlockAnswer>(out.error());
-    if (!answer) {
-        // Not reconciled (etcd unreachable, say): the cache serves as it is until a later ADD
-        // gets through (or a block claim or release rewrites the cache from the store).
-        std::fprintf(stderr, "shmipam: the node's blocks of %s not checked against etcd: %s\n",
-                     t.pool.c_str(), answer.error().msg.c_str());
-        return;
-    }
+    if (!answer) return not_checked(answer.error());
     // Before the lock goes: the ADDs waiting for it find the marker.
     cluster::make_dirs(files_.run_dir);
     cluster::touch(marker);
