@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, builds, runs every test.
-#   0. the layering: every #include points down (scripts/check-layers.sh)
+#   0. the layering: every #include points down (scripts/check-layers.sh); every script parses
+#      (scripts/check-scripts.sh)
 #   1. ASan + UBSan build of the unit tests
 #   2. TSan build of the engine's concurrency tests
 #   3. optimised build with fault points: processes killed at every step, SIGKILL storms
@@ -10,8 +11,9 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 
-echo "== layers"
+echo "== layers, scripts"
 bash scripts/check-layers.sh
+bash scripts/check-scripts.sh
 
 echo "== ASan + UBSan: unit tests"
 cmake --preset debug >/dev/null

@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """Loopback ports for the tests' servers, by the protocol of tests/support/test_ports.h (which
 says why): outside the kernel's ephemeral range, handed out by one cursor in a file under its
 flock, shared with the C++ fixtures. Run as a program it prints one reserved port (for
@@ -12,7 +12,7 @@ import sys
 PORT_CURSOR_FILE = "/tmp/shmipam-test-ports"
 LOWEST_TEST_PORT = 10000
 FEWEST_TEST_PORTS = 1000
-#A server whose reserved port was taken after all is started again on another this many times.
+# A server whose reserved port was taken after all is started again on another this many times.
 PORT_ATTEMPTS = 3
 
 
@@ -52,8 +52,10 @@ def reserve_port():
     first, last = window
     fd = os.open(PORT_CURSOR_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     try:
-        os
-        .fchmod(fd, 0o666) fcntl.flock(fd, fcntl.LOCK_EX) try : cursor = int(os.pread(fd, 32, 0).decode().strip())
+        os.fchmod(fd, 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            cursor = int(os.pread(fd, 32, 0).decode().strip())
         except ValueError:
             cursor = first
         if not first <= cursor <= last:
