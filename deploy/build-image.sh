@@ -7,11 +7,13 @@
 #     shmipam-cluster (etcd, cluster mode) and shmipam-kube (the Kubernetes API, pod facts);
 #     both link libcurl. `shmipamctl install` copies them onto each node beside the plugin.
 #   - shmipamctl-cluster (shmipamctl with the etcd client), for cluster mode's node pass.
-# Their shared libraries, every one ldd resolves for any of them, once: glibc's (and the
-# dynamic loader) at their own paths in the image, to run them there; every other one in
-# /opt/shmipam/bin/shmipam-lib/, which each dynamic binary's RPATH names ($ORIGIN/shmipam-lib,
-# CMakeLists.txt) and which install copies beside the helpers: on a node, a helper runs with
-# the libraries it was built with and needs only the node's glibc (docs/operations.md).
+# Their shared libraries, every one ldd resolves for any of them, once, in
+# /opt/shmipam/bin/shmipam-lib/, glibc's and its dynamic loader too: each dynamic binary's RPATH
+# names it ($ORIGIN/shmipam-lib, CMakeLists.txt), and install copies it beside the helpers. On a
+# node the plugin starts a helper through the loader shipped there (base/shipped_libraries.h):
+# it runs with the libraries it was built with and needs nothing of the node's C library
+# (docs/operations.md, "What the helpers need on a host"). glibc's files are also put at their
+# own paths in the image, to run the dynamic binaries there directly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/release
@@ -52,7 +54,7 @@ cp "$build/shmipamctl-static" "$ctx/bin/shmipamctl"
 cp deploy/10-shmipam.conflist "$ctx/"
 
 # glibc's own libraries: one build of glibc, whose parts must match each other and the
-# loader exactly; the host's serve on a host.
+# loader exactly.
 is_glibc() {
     case "$(basename "$1")" in
     ld-linux*.so.* | libc.so.* | libm.so.* | libmvec.so.* | libpthread.so.* | libdl.so.* | \
@@ -74,10 +76,9 @@ for pair in "${dynamic[@]}"; do
     libs=$(ldd "$src") || fail "ldd $src failed"
     if grep -q 'not found' <<<"$libs"; then fail "$src: a library is not found: $libs"; fi
     for lib in $(grep -o '/[^ ]*' <<<"$libs"); do
-        if is_glibc "$lib"; then
+        if is_glibc "$lib" && [ ! -e "$ctx/rootfs$lib" ]; then
             mkdir -p "$ctx/rootfs$(dirname "$lib")"
             cp -L "$lib" "$ctx/rootfs$lib"
-            continue
         fi
         base=$(basename "$lib")
         if [ -n "${shipped[$base]:-}" ]; then
@@ -89,12 +90,12 @@ for pair in "${dynamic[@]}"; do
         cp -L "$lib" "$ctx/bin/shmipam-lib/$base"
     done
 done
-# What a host must have: a glibc at least as new as the newest symbol version any shipped file
-# asks for (said here; docs/operations.md, "What the helpers need on a host").
-need=$(for f in "$ctx"/bin/shmipam-lib/* "$ctx"/bin/shmipamctl-cluster "${helpers[@]/#/$ctx/bin/}"; do
-    objdump -T "$f" | grep -o 'GLIBC_[0-9][0-9.]*'
-done | sort -Vu | tail -1)
-echo "build-image.sh: ${#shipped[@]} libraries in /opt/shmipam/bin/shmipam-lib for ${dynamic[*]};" \
-    "on a host the helpers need glibc >= ${need#GLIBC_}" >&2
+# The helpers start through the loader shipped with them: a host needs no C library for them.
+loader=$(readelf -l "$build/${dynamic[0]%%:*}" | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
+[ -f "$ctx/bin/shmipam-lib/$(basename "$loader")" ] ||
+    fail "the dynamic loader $loader is not among the libraries ldd resolved"
+glibc=$(objdump -T "$ctx/bin/shmipam-lib/libc.so.6" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -Vu | tail -1)
+echo "build-image.sh: ${#shipped[@]} libraries in /opt/shmipam/bin/shmipam-lib for ${dynamic[*]}," \
+    "glibc ${glibc#GLIBC_} and its loader $(basename "$loader") among them" >&2
 podman ${PODMAN_OPTS:-} build --quiet --tag "$tag" --file deploy/Containerfile "$ctx" >/dev/null
 echo "$tag"

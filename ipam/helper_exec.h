@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "ipam/pool_config.h"
@@ -13,6 +14,16 @@ namespace shmipam::ipam {
 std::string helper_beside_plugin(const std::string& name);
 // shmipam-cluster beside the running plugin, unless the config names one.
 std::string helper_path(const ClusterMode& cm);
+
+// How a helper is started: through the loader shipped beside it (base/shipped_libraries.h)
+// when `path`'s directory has kShippedLibDir/kShippedLoader, else by itself (a helper in a
+// build directory, or one a config names, runs on the host's libraries).
+struct HelperLaunch {
+    std::string file;               // what is exec'd
+    std::vector<std::string> argv;  // argv[0] first
+    bool through_shipped_loader = false;
+};
+HelperLaunch helper_launch(const std::string& path);
 
 // Runs the helper with `input` on its stdin and waits for it: its stdout, or why it could not
 // run. `lock_fd` (>= 0): the pool lock, held, handed to the helper as its fd 3. `config_key`:

@@ -5,8 +5,13 @@
 #   - the static plugin answering VERSION,
 #   - each helper in BUILD_DIR answering a request it refuses (another protocol version: it
 #     reads stdin, decodes, answers an error JSON, exits 1): start-up and dynamic loading,
-#     nothing else. Run as shipped: copied with the libraries ldd resolves for it (glibc's
-#     apart) into a shmipam-lib/ beside it, which its RPATH names.
+#     nothing else. Run two ways, each with the libraries ldd resolves for it copied into a
+#     shmipam-lib/ beside it:
+#       "host glibc": glibc's left out, the helper exec'd by itself (the host's loader and C
+#       library; how helpers ran before they shipped glibc);
+#       "shipped loader": every library, glibc's and the loader too, the helper started through
+#       the shipped loader as the plugin starts it (base/shipped_libraries.h).
+#     Each line also gives the size of the shmipam-lib/ it ran with.
 #   bash scripts/helper-exec-cost.sh [BUILD_DIR (build/release)] [RUNS (200)]
 set -euo pipefail
 build=${1:-build/release}
@@ -35,15 +40,27 @@ printf '%-40s %s\n' "shmipam VERSION (static plugin)" \
 input=$work/refused.json
 for h in shmipam-cluster shmipam-kube; do
     [ -x "$build/$h" ] || continue
-    mkdir -p "$work/$h/shmipam-lib"
-    cp "$build/$h" "$work/$h/"
-    for lib in $(ldd "$build/$h" | grep -o '/[^ ]*'); do
-        case "$(basename "$lib")" in
-        ld-linux*.so.* | libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | \
-            libresolv.so.*) continue ;;
-        esac
-        cp -L "$lib" "$work/$h/shmipam-lib/"
+    for way in host-glibc shipped-loader; do
+        dir=$work/$h-$way
+        mkdir -p "$dir/shmipam-lib"
+        cp "$build/$h" "$dir/"
+        for lib in $(ldd "$build/$h" | grep -o '/[^ ]*'); do
+            case "$way:$(basename "$lib")" in
+            host-glibc:ld-linux*.so.* | host-glibc:libc.so.* | host-glibc:libm.so.* | \
+                host-glibc:libpthread.so.* | host-glibc:libdl.so.* | host-glibc:librt.so.* | \
+                host-glibc:libresolv.so.*) continue ;;
+            esac
+            cp -L "$lib" "$dir/shmipam-lib/"
+        done
+        n=$(ls "$dir/shmipam-lib" | wc -l)
+        size=$(du -sm "$dir/shmipam-lib" | cut -f1)
+        if [ "$way" = host-glibc ]; then
+            cost=$(per_exec "$dir/$h")
+        else
+            loader=$(ls "$dir/shmipam-lib" | grep '^ld-linux')
+            cost=$(per_exec "$dir/shmipam-lib/$loader" --inhibit-cache --library-path \
+                "$dir/shmipam-lib" --argv0 "$dir/$h" "$dir/$h")
+        fi
+        printf '%-40s %s\n' "$h, $way ($n libs, $size MB)" "$cost"
     done
-    n=$(ls "$work/$h/shmipam-lib" | wc -l)
-    printf '%-40s %s\n' "$h refused request ($n libs shipped)" "$(per_exec "$work/$h/$h")"
 done

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "base/shipped_libraries.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -124,9 +125,10 @@ TEST_F(Install, TheHelpersAndTheirLibrariesArePutInPlaceBeforeThePlugin) {
     fs::create_directories(dir.sub("from/shmipam-lib"));
     write_file(dir.sub("from/shmipam-lib/libcurl.so.4"), "curl-1");
     write_file(dir.sub("from/shmipam-lib/libssl.so.3"), "ssl-1");
+    write_file(dir.sub("from/shmipam-lib/") + kShippedLoader, "loader-1");
     auto r = install();
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    const size_t libs = r.out.find("installed " + dir.sub("bin/shmipam-lib") + " (2 libraries");
+    const size_t libs = r.out.find("installed " + dir.sub("bin/shmipam-lib") + " (3 libraries");
     const size_t kube = r.out.find("installed " + dir.sub("bin/shmipam-kube"));
     const size_t plugin = r.out.find("installed " + dir.sub("bin/shmipam") + " ");
     ASSERT_NE(libs, std::string::npos) << r.out;
@@ -138,6 +140,9 @@ TEST_F(Install, TheHelpersAndTheirLibrariesArePutInPlaceBeforeThePlugin) {
     struct stat st {};
     ASSERT_EQ(::stat(dir.sub("bin/shmipam-lib/libssl.so.3").c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0644u);
+    // The loader is exec'd: the plugin starts each helper through it (base/shipped_libraries.h).
+    ASSERT_EQ(::stat((dir.sub("bin/shmipam-lib/") + kShippedLoader).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0755u);
     const ino_t curl_inode = [&] {
         struct stat s {};
         ::stat(dir.sub("bin/shmipam-lib/libcurl.so.4").c_str(), &s);

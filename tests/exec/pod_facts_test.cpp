@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <filesystem>
+#include <regex>
 #include <string>
 #include <utility>
 
+#include "base/shipped_libraries.h"
 #include "tests/support/kube_standin.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
@@ -146,6 +149,53 @@ TEST_F(PodFacts, APodAffinityPoolServesThePodWhoseLabelsOnlyTheApiKnows) {
     auto blind = add("c2", "db-7f9c-abcde", "uid-1", config(json::object(), false));
     ASSERT_EQ(blind.exit_code, 0) << blind.out << blind.err;
     EXPECT_TRUE(address(blind).starts_with("10.61.0.")) << blind.out;
+}
+
+// The helper in a bin directory of its own, laid out as install lays it out: its libraries in
+// shmipam-lib/ beside it, the loader among them; or the loader with a damaged libcurl (a
+// library merely missing would be looked for in the host's default directories); its path.
+std::string helper_with_shipped_libraries(const TempDir& dir, bool every_library) {
+    const std::string bin = dir.sub("bin"), lib = bin + "/" + kShippedLibDir;
+    std::filesystem::create_directories(lib);
+    std::filesystem::copy_file(SHMIPAM_KUBE_HELPER_PATH, bin + "/shmipam-kube");
+    const std::string ldd = run_process({"/usr/bin/ldd", SHMIPAM_KUBE_HELPER_PATH}, {}, "").out;
+    const std::regex library(R"((/\S+) \(0x)");
+    for (auto it = std::sregex_iterator(ldd.begin(), ldd.end(), library);
+         it != std::sregex_iterator(); ++it) {
+        const std::filesystem::path from = (*it)[1].str();
+        const bool loader = from.filename() == kShippedLoader;
+        if (!loader && !every_library) continue;
+        std::filesystem::copy_file(std::filesystem::canonical(from),
+                                   lib + "/" + from.filename().string());
+    }
+    EXPECT_TRUE(std::filesystem::exists(lib + "/" + kShippedLoader)) << ldd;
+    if (!every_library) write_file(lib + "/libcurl.so.4", "not an ELF file");
+    return bin + "/shmipam-kube";
+}
+
+TEST_F(PodFacts, AHelperWithItsLibrariesShippedBesideItRunsThroughTheShippedLoader) {
+    json c = config();
+    c["ipam"]["kubernetes"]["helper"] = helper_with_shipped_libraries(dir, true);
+    api.put_pod("default", "db-7f9c-abcde", "uid-1", {{"app", "db"}});
+    auto r = add("c1", "db-7f9c-abcde", "uid-1", c);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(address(r).starts_with("10.60.0.")) << r.out;
+}
+
+TEST_F(PodFacts, AHelperWhoseShippedLibraryIsDamagedSaysItCouldNotBeLoaded) {
+    json c = config();
+    const std::string helper = helper_with_shipped_libraries(dir, false);
+    c["ipam"]["kubernetes"]["helper"] = helper;
+    api.put_pod("default", "db-7f9c-abcde", "uid-1", {{"app", "db"}});
+    auto r = add("c1", "db-7f9c-abcde", "uid-1", c);
+    ASSERT_NE(r.exit_code, 0) << r.out;
+    EXPECT_NE(msg(r).find("the helper " + helper + " could not be loaded by "), std::string::npos)
+        << r.out;
+    EXPECT_NE(msg(r).find("a library it needs is missing or damaged in shmipam-lib/"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(api.request_count(), 0u);
+    EXPECT_TRUE(claims().empty());
 }
 
 TEST_F(PodFacts, APodThatNeedsNothingCostsNoCall) {

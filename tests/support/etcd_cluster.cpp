@@ -92,7 +92,8 @@ bool EtcdCluster::make_certificates() {
     };
     return self_signed("ca") && self_signed("other-ca") &&
            signed_by_ca("server", "127.0.0.1",
-                        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n") &&
+                        "subjectAltName=IP:127.0.0.1,DNS:" + std::string(kHostName) +
+                            "\nextendedKeyUsage=serverAuth,clientAuth\n") &&
            signed_by_ca("client", "shmipam-node", "extendedKeyUsage=clientAuth\n");
 }
 

@@ -27,6 +27,10 @@ class EtcdCluster {
     EtcdCluster(const EtcdCluster&) = delete;
     EtcdCluster& operator=(const EtcdCluster&) = delete;
 
+    // A host name the members' TLS certificate is also valid for, beside 127.0.0.1: a test that
+    // reaches them by name maps it to 127.0.0.1 (an /etc/hosts of its own).
+    static constexpr const char* kHostName = "etcd.shmipam.test";
+
     static bool installed();  // the etcd binary is there
     bool ready() const { return ready_; }
     const std::string& why_not_ready() const { return why_; }

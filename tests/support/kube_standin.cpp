@@ -137,7 +137,8 @@ bool KubeStandin::make_certificates() {
     };
     return self_signed("ca") && self_signed("other-ca") &&
            signed_by_ca("server", "127.0.0.1",
-                        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n") &&
+                        "subjectAltName=IP:127.0.0.1,DNS:" + std::string(kHostName) +
+                            "\nextendedKeyUsage=serverAuth\n") &&
            signed_by_ca("client", kClientCertUser, "extendedKeyUsage=clientAuth\n");
 }
 
@@ -246,22 +247,23 @@ std::string KubeStandin::write_kubeconfig(const std::string& name, const Kubecon
             break;
     }
     const std::string path = dir_.sub(name);
-    write_atomically(path, "apiVersion: v1\n"
-                           "kind: Config\n"
-                           "current-context: shmipam\n"
-                           "contexts:\n"
-                           "- name: shmipam\n"
-                           "  context:\n"
-                           "    cluster: standin\n"
-                           "    user: shmipam\n"
-                           "clusters:\n"
-                           "- name: standin\n"
-                           "  cluster:\n" +
-                               cluster.str() +
-                               "users:\n"
-                               "- name: shmipam\n"
-                               "  user:\n" +
-                               user.str());
+    write_atomically(path,
+                     "apiVersion: v1\n"
+                     "kind: Config\n"
+                     "current-context: shmipam\n"
+                     "contexts:\n"
+                     "- name: shmipam\n"
+                     "  context:\n"
+                     "    cluster: standin\n"
+                     "    user: shmipam\n"
+                     "clusters:\n"
+                     "- name: standin\n"
+                     "  cluster:\n" +
+                         cluster.str() +
+                         "users:\n"
+                         "- name: shmipam\n"
+                         "  user:\n" +
+                         user.str());
     return path;
 }
 
@@ -293,8 +295,11 @@ void KubeStandin::put_pod(const std::string& ns, const std::string& name, const 
     if (!owners.empty()) {
         json refs = json::array();
         for (const auto& o : owners) {
-            json r{{"apiVersion", o.api_version}, {"kind", o.kind}, {"name", o.name},
-                   {"uid", o.uid}, {"blockOwnerDeletion", true}};
+            json r{{"apiVersion", o.api_version},
+                   {"kind", o.kind},
+                   {"name", o.name},
+                   {"uid", o.uid},
+                   {"blockOwnerDeletion", true}};
             // The API server leaves controller out when it is false.
             if (o.controller) r["controller"] = true;
             refs.push_back(r);
@@ -303,13 +308,12 @@ void KubeStandin::put_pod(const std::string& ns, const std::string& name, const 
     }
     json spec{{"containers", json::array({{{"name", "main"}, {"image", "pause:3.9"}}})}};
     if (!node_name.empty()) spec["nodeName"] = node_name;
-    put_raw(object_path("v1", "pods", ns, name),
-            json{{"apiVersion", "v1"},
-                 {"kind", "Pod"},
-                 {"metadata", meta},
-                 {"spec", spec},
-                 {"status", {{"phase", "Pending"}}}}
-                .dump(1));
+    put_raw(object_path("v1", "pods", ns, name), json{{"apiVersion", "v1"},
+                                                      {"kind", "Pod"},
+                                                      {"metadata", meta},
+                                                      {"spec", spec},
+                                                      {"status", {{"phase", "Pending"}}}}
+                                                     .dump(1));
 }
 
 void KubeStandin::put_statefulset(const std::string& ns, const std::string& name,
@@ -320,10 +324,10 @@ void KubeStandin::put_statefulset(const std::string& ns, const std::string& name
     json spec{{"serviceName", name}, {"selector", {{"matchLabels", {{"app", name}}}}}};
     if (replicas) spec["replicas"] = *replicas;
     if (ordinals_start) spec["ordinals"] = {{"start", *ordinals_start}};
-    put_raw(object_path("apps/v1", "statefulsets", ns, name),
-            json{{"apiVersion", "apps/v1"}, {"kind", "StatefulSet"}, {"metadata", meta},
-                 {"spec", spec}}
-                .dump(1));
+    put_raw(
+        object_path("apps/v1", "statefulsets", ns, name),
+        json{{"apiVersion", "apps/v1"}, {"kind", "StatefulSet"}, {"metadata", meta}, {"spec", spec}}
+            .dump(1));
 }
 
 void KubeStandin::put_raw(const std::string& api_path, const std::string& body) {

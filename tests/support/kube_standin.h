@@ -29,6 +29,9 @@ class KubeStandin {
     // certificate's common name.
     static constexpr const char* kTokenUser = "system:serviceaccount:kube-system:shmipam";
     static constexpr const char* kClientCertUser = "shmipam-node";
+    // A host name the stand-in's certificate is also valid for, beside 127.0.0.1: a test that
+    // reaches it by name maps it to 127.0.0.1 (an /etc/hosts of its own).
+    static constexpr const char* kHostName = "kube-api.shmipam.test";
 
     // Makes the certificates (openssl), starts the stand-in and writes kubeconfig(); ready()
     // says whether it all worked, why_not_ready() why not.
@@ -101,7 +104,7 @@ class KubeStandin {
 
     // ---- faults (for every path, or those starting with `prefix`) ------------------------
     void force_status(int status, const std::string& prefix = "");  // a Status of that code
-    void set_delay(int ms, const std::string& prefix = "");          // then the normal answer
+    void set_delay(int ms, const std::string& prefix = "");         // then the normal answer
     void force_body(const std::string& body, int status = 200, const std::string& prefix = "");
     void clear_faults();
 

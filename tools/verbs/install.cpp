@@ -62,9 +62,9 @@ constexpr Binary kBinaries[] = {
 constexpr const char* kHelpers[] = {"shmipam-cluster", "shmipam-kube"};
 
 // The helpers are dynamic (libcurl): the image ships the shared libraries they load in this
-// directory beside them, which their RPATH names ($ORIGIN/shmipam-lib, CMakeLists.txt), and
+// directory beside them, their C library and its loader too (base/shipped_libraries.h), and
 // install copies it beside them on the host, so that they run with the libraries they were
-// built with and need only the host's glibc.
+// built with and need nothing of the host's C library.
 constexpr const char* kLibDir = kInstallLibDir;
 
 std::string self_dir() {
@@ -233,11 +233,17 @@ int cmd_install(const InstallOptions& o) {
         // exec'd meanwhile gets libraries of the same sonames (the same ABI).
         size_t unchanged = 0;
         for (const auto& [name, bytes] : libs) {
-            if (auto there = read_whole(lib_to + "/" + name); there && *there == bytes) {
+            // The loader is exec'd (the plugin starts each helper through it); the libraries
+            // are only mapped.
+            const mode_t mode = name == kShippedLoader ? 0755 : 0644;
+            struct stat there_st {};
+            if (auto there = read_whole(lib_to + "/" + name);
+                there && *there == bytes && ::stat((lib_to + "/" + name).c_str(), &there_st) == 0 &&
+                (there_st.st_mode & 07777) == mode) {
                 ++unchanged;
                 continue;
             }
-            if (auto st2 = replace_file_atomically(lib_to, name, bytes, 0644); !st2) {
+            if (auto st2 = replace_file_atomically(lib_to, name, bytes, mode); !st2) {
                 return cannot_read(st2.error());
             }
         }

@@ -13,12 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "base/shipped_libraries.h"
+
 namespace shmipam::tools {
 
 inline constexpr const char* kManifestDir = "shmipam.d";
 inline constexpr const char* kManifestName = "install-manifest.json";
-// The helpers' shared libraries, beside them in the bin directory.
-inline constexpr const char* kInstallLibDir = "shmipam-lib";
+// The helpers' shared libraries, their C library and its loader too, beside them in the bin
+// directory (base/shipped_libraries.h).
+inline constexpr const char* kInstallLibDir = kShippedLibDir;
 // The lock installers (and uninstall) take in the bin directory: one of them at a time.
 inline constexpr const char* kInstallLockName = ".shmipam-install.lock";
 // What install puts in the bin directory, the helpers first (install.cpp says why); uninstall
