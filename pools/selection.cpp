@@ -98,23 +98,34 @@ std::string interface_at(size_t position) {
     return position == 0 ? "eth0" : "net" + std::to_string(position);
 }
 
+bool names_no_interface(const json& item) {
+    return !item.contains("interface") || item["interface"].is_null() ||
+           (item["interface"].is_string() && item["interface"].get<std::string>().empty());
+}
+
 // The item of a per-interface list (`ippools`, `subnets`) for this interface, validated as
-// Spiderpool does: every item names its interface, once; with `by_position`, an item that names
-// none is for the interface at its position.
+// Spiderpool does: every item names its interface, once; with `by_position`, every item may
+// instead name none, each then for the interface at its position (never some of each: which
+// interface an unnamed item meant beside named ones is a guess).
 Expected<json> item_for_interface(const std::string& text, const std::string& key,
                                   const std::string& ifname, bool by_position) {
     json doc = json::parse(text, nullptr, false);
     if (doc.is_discarded()) return annotation_error(key, "not valid JSON");
     if (!doc.is_array()) return annotation_error(key, "must be a JSON list");
     if (doc.empty()) return annotation_error(key, "value requires at least one item");
+    size_t unnamed_items = 0;
+    for (const json& item : doc) {
+        if (!item.is_object()) return annotation_error(key, "each item must be an object");
+        unnamed_items += names_no_interface(item) ? 1 : 0;
+    }
+    if (by_position && unnamed_items != 0 && unnamed_items != doc.size()) {
+        return annotation_error(key, "NIC should be either all specified or all unspecified");
+    }
     std::set<std::string> seen;
     json found;
     for (size_t position = 0; position < doc.size(); ++position) {
         const json& item = doc[position];
-        if (!item.is_object()) return annotation_error(key, "each item must be an object");
-        const bool unnamed = !item.contains("interface") || item["interface"].is_null() ||
-                             (item["interface"].is_string() &&
-                              item["interface"].get<std::string>().empty());
+        const bool unnamed = names_no_interface(item);
         if (unnamed && !by_position) return annotation_error(key, "interface must be specified");
         if (!unnamed && !item["interface"].is_string()) {
             return annotation_error(key, "interface must be a string");

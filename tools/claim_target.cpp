@@ -8,6 +8,7 @@
 #include "ipam/fixed_claim.h"
 #include "ipam/pool_config.h"
 #include "ipam/pool_state.h"
+#include "kube/names.h"
 #include "pools/pool_dir.h"
 #include "pools/selection.h"
 #include "pools/sticky.h"
@@ -19,8 +20,6 @@ namespace cf = ipam::config_fields;
 
 namespace {
 
-// What Kubernetes allows of a name (a DNS subdomain).
-constexpr size_t kMaxKubernetesName = 253;
 // The policy words an operator may write besides the annotation's syntax.
 constexpr const char* kPolicyNever = "never";
 constexpr const char* kPolicyWhileSetWants = "statefulset";
@@ -138,12 +137,19 @@ Expected<PodName> parse_pod_name(const std::string& text) {
         n.namespace_ = text.substr(0, slash);
         n.name = text.substr(slash + 1);
     }
-    for (const std::string& part : {n.namespace_, n.name}) {
-        if (slash == std::string::npos || part.empty() || part.size() > kMaxKubernetesName ||
-            part.find_first_of(":/") != std::string::npos) {
-            return make_error(Code::kInvalidConfig,
-                              "\"" + text + "\" is not <namespace>/<name> (Kubernetes names)");
-        }
+    if (slash == std::string::npos) {
+        return make_error(Code::kInvalidConfig,
+                          "\"" + text + "\" is not <namespace>/<name> (Kubernetes names)");
+    }
+    // A claim for a name no pod can have would never be bound (kube/names.h).
+    if (auto why = kube::not_a_dns_label(n.namespace_)) {
+        return make_error(Code::kInvalidConfig, "\"" + text + "\": the namespace \"" +
+                                                    n.namespace_ +
+                                                    "\" is no Kubernetes name: " + *why);
+    }
+    if (auto why = kube::not_a_dns_subdomain(n.name)) {
+        return make_error(Code::kInvalidConfig, "\"" + text + "\": the name \"" + n.name +
+                                                    "\" is no Kubernetes name: " + *why);
     }
     return n;
 }

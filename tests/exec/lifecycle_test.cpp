@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/plugin_runner.h"
@@ -243,6 +244,40 @@ TEST_F(LifecycleClaims, AMalformedImportFileExitsTwoAndLeavesTheStateUntouched) 
     }
     write_file(file, "{{{ not json");
     EXPECT_EQ(ctl({"claims", "import", file, "--config", conf(), "--apply"}).exit_code, 2);
+    EXPECT_TRUE(claims().empty());
+    EXPECT_EQ(dump(), before);
+}
+
+// A claim for a name no pod can have is never bound, and under policy never it is held for
+// good: claims create and claims import refuse such names (a space, an upper-case namespace, a
+// name starting with '-'), exit 2, nothing changed.
+TEST_F(LifecycleClaims, ANameNoPodCanHaveIsRefusedByClaimsCreateAndImportChangingNothing) {
+    add("c0", "db-0");
+    const std::string file = dir.sub("claims.json");
+    ASSERT_EQ(ctl({"claims", "export", "--out", file}).exit_code, 0);
+    ASSERT_EQ(ctl({"release", "--claim", "shop/db-0", "--force", "--apply"}).exit_code, 0);
+    const std::string before = dump();
+    const json good = json::parse(read_file(file));
+    for (const auto& [ns, name, words] :
+         std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"shop", "db 1", "the name \"db 1\" is no Kubernetes name"},
+             {"Shop", "db-1", "the namespace \"Shop\" is no Kubernetes name"},
+             {"shop", "-db-1", "the name \"-db-1\" is no Kubernetes name"},
+             {"shop", "db-1.", "the name \"db-1.\" is no Kubernetes name"},
+             {std::string(64, 'a'), "db-1", "must be no more than 63 characters"}}) {
+        auto created = create(ns + "/" + name, "10.50.0.9", {"--apply"});
+        EXPECT_EQ(created.exit_code, 2) << ns << "/" << name << ": " << created.out;
+        EXPECT_NE(created.err.find(words), std::string::npos) << created.err;
+        json record = good;
+        record["claims"][0]["namespace"] = ns;
+        record["claims"][0]["name"] = name;
+        write_file(file, record.dump());
+        auto imported = ctl({"claims", "import", file, "--config", conf(), "--apply"});
+        EXPECT_EQ(imported.exit_code, 2) << ns << "/" << name << ": " << imported.out;
+        EXPECT_NE(imported.err.find(words), std::string::npos) << imported.err;
+    }
+    // A dotted name is one (a DNS subdomain), and accepted.
+    EXPECT_EQ(create("shop/db.v2-0", "10.50.0.9", {}).exit_code, 1) << "a dry run that would work";
     EXPECT_TRUE(claims().empty());
     EXPECT_EQ(dump(), before);
 }
