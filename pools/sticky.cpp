@@ -154,6 +154,14 @@ std::string not_sticky_reason(const PodFacts& pod) {
 
 }  // namespace
 
+StaticIpAsked static_ip_asked(const PodFacts& pod) {
+    const Found asked = find_annotation(pod, kStaticIpAnnotation, kStaticIpAlias);
+    if (asked.value == nullptr) return StaticIpAsked::kAbsent;
+    const auto b = parse_bool(trimmed(*asked.value));
+    if (!b) return StaticIpAsked::kMalformed;
+    return *b ? StaticIpAsked::kYes : StaticIpAsked::kNo;
+}
+
 Expected<std::optional<StickyIdentity>> sticky_identity(const PodFacts& pod,
                                                         const StickyRules& rules) {
     const Found asked = find_annotation(pod, kStaticIpAnnotation, kStaticIpAlias);
@@ -219,9 +227,8 @@ bool statefulset_wants(const SetState& set, int64_t ordinal) {
 }
 
 Expected<ClaimPolicy> claim_policy(const PodFacts& pod, bool by_default) {
-    const ClaimPolicy unasked{by_default ? ClaimPolicy::Kind::kWhileOwnerWants
-                                         : ClaimPolicy::Kind::kNever,
-                              0};
+    const ClaimPolicy unasked{
+        by_default ? ClaimPolicy::Kind::kWhileOwnerWants : ClaimPolicy::Kind::kNever, 0};
     const Found found = find_annotation(pod, kClaimPolicyAnnotation, kClaimPolicyAlias);
     if (found.value == nullptr) return unasked;
     const std::string_view v = trimmed(*found.value);

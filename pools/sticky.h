@@ -63,6 +63,11 @@ struct StickyRules {
     bool statefulset_default = false;
 };
 
+// What the pod's static-ip annotation says (shmipam's wins over the alias; read as
+// sticky_identity reads it): absent, "true", "false", or no boolean (sticky_identity refuses it).
+enum class StaticIpAsked { kAbsent, kYes, kNo, kMalformed };
+StaticIpAsked static_ip_asked(const PodFacts& pod);
+
 // The pod's sticky identity, or nullopt for an ordinary pod. A pod is sticky when its annotation
 // says "true", or, without the annotation, when the config's statefulSetFixedIP does, or the
 // StatefulSet default applies; "false" opts a pod out. Only a StatefulSet pod or a KubeVirt

@@ -208,7 +208,82 @@ TEST_F(PodFacts, APodThatNeedsNothingCostsNoCall) {
     off["ipam"]["statefulSetFixedIPByDefault"] = false;
     auto sts_name = add("c2", "web-0", "uid-2", off);
     ASSERT_EQ(sts_name.exit_code, 0) << sts_name.out << sts_name.err;
+    // The same name with the default on, opted out by the pod's annotation.
+    auto opted_out = add("c3", "web-1", "uid-3", config({{"ipam.shmipam.io/static-ip", "false"}}));
+    ASSERT_EQ(opted_out.exit_code, 0) << opted_out.out << opted_out.err;
     EXPECT_EQ(api.request_count(), 0u);
+}
+
+// A static pod: the kubelet runs it from a file and passes its own uid; the API server's mirror
+// of it has another uid, the kubelet's in its config.mirror annotation, and the Node as its
+// controller. Named "<name>-<node>", on node worker-1 it even looks like a StatefulSet member.
+TEST_F(PodFacts, AStaticPodsMirrorIsThePodThoughItsUidIsAnother) {
+    write_pools(kPlainPools);
+    api.put_pod("kube-system", "etcd-worker-1", "mirror-uid-1", {},
+                {{"kubernetes.io/config.mirror", "kubelet-uid-1"}},
+                {controller("Node", "worker-1", "v1")});
+    auto r = run_plugin(cni_env("ADD", "c1", "eth0",
+                                "IgnoreUnknown=1;K8S_POD_NAMESPACE=kube-system;K8S_POD_NAME="
+                                "etcd-worker-1;K8S_POD_INFRA_CONTAINER_ID=c1;K8S_POD_UID="
+                                "kubelet-uid-1"),
+                        config().dump());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(claims().empty()) << "a static pod is no StatefulSet member";
+    EXPECT_EQ(api.request_count(), 1u);
+    // A mirror naming another uid is another pod's: re-created meanwhile.
+    auto other = run_plugin(cni_env("ADD", "c2", "eth0",
+                                    "IgnoreUnknown=1;K8S_POD_NAMESPACE=kube-system;K8S_POD_NAME="
+                                    "etcd-worker-1;K8S_POD_INFRA_CONTAINER_ID=c2;K8S_POD_UID="
+                                    "kubelet-uid-2"),
+                            config().dump());
+    EXPECT_EQ(code(other), 11) << other.out;
+}
+
+// The kubelet marks the pods it runs with their source, and the runtime passes that on: a static
+// pod ("file") is nobody's StatefulSet member, and its call asks nothing.
+TEST_F(PodFacts, AStaticPodTheRuntimeSaysIsOneMakesNoRequest) {
+    write_pools(kPlainPools);
+    auto r = add("c1", "etcd-worker-1", "kubelet-uid-1",
+                 config({{"kubernetes.io/config.source", "file"}}));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(api.request_count(), 0u);
+    EXPECT_TRUE(claims().empty());
+    // From the API server ("api"), a name like a member's still asks.
+    api.put_pod("default", "web-0", "uid-2", {}, {}, {controller("ReplicaSet", "web-5d4f7b8c9")});
+    auto from_api = add("c2", "web-0", "uid-2", config({{"kubernetes.io/config.source", "api"}}));
+    ASSERT_EQ(from_api.exit_code, 0) << from_api.out << from_api.err;
+    EXPECT_EQ(api.request_count(), 1u);
+}
+
+// What the call's own annotations decide costs no request, whatever the pod's name: static-ip
+// "false" decides it keeps no address by name (alone: APodThatNeedsNothingCostsNoCall); an
+// ippool annotation naming pools without podAffinity decides its pool. What they leave open still
+// asks, once: an ippool annotation naming a pool with podAffinity (the labels), and a name like a
+// StatefulSet member's under the StatefulSet default (the controller: a member keeps its address in
+// the pool the annotation chose, as Spiderpool's rules say).
+TEST_F(PodFacts, AnnotationsThatDecideMakeNoRequestEvenForANameLikeAStatefulSetMembers) {
+    const json general = {{"ipam.spidernet.io/ippool", R"({"ipv4": ["general"]})"},
+                          {"ipam.shmipam.io/static-ip", "false"}};
+    ASSERT_EQ(add("c2", "db-1", "uid-2", config(general)).exit_code, 0);
+    const json general_only = {{"ipam.spidernet.io/ippool", R"({"ipv4": ["general"]})"}};
+    ASSERT_EQ(add("c3", "web-5d4f7b8c9-x2x7z", "uid-3", config(general_only)).exit_code, 0);
+    EXPECT_EQ(api.request_count(), 0u);
+    EXPECT_TRUE(claims().empty());
+    // Left open: the labels for a pool with podAffinity, the controller for a member's name.
+    api.put_pod("default", "db-7f9c-abcde", "uid-4", {{"app", "db"}}, {},
+                {controller("ReplicaSet", "db-7f9c")});
+    const json affinity = {{"ipam.spidernet.io/ippool", R"({"ipv4": ["db-pool"]})"}};
+    auto labelled = add("c4", "db-7f9c-abcde", "uid-4", config(affinity));
+    ASSERT_EQ(labelled.exit_code, 0) << labelled.out << labelled.err;
+    EXPECT_TRUE(address(labelled).starts_with("10.60.0.")) << labelled.out;
+    EXPECT_EQ(api.request_count(), 1u);
+    api.put_pod("default", "db-2", "uid-5", {}, {}, {controller("StatefulSet", "db")});
+    api.put_statefulset("default", "db", 3, std::nullopt);
+    auto member = add("c5", "db-2", "uid-5", config(general_only));
+    ASSERT_EQ(member.exit_code, 0) << member.out << member.err;
+    EXPECT_TRUE(address(member).starts_with("10.61.0.")) << member.out;
+    EXPECT_EQ(calls_to(kPods), 2u);
+    EXPECT_EQ(claims().size(), 1u) << "the member keeps its address in the annotation's pool";
 }
 
 TEST_F(PodFacts, AStatefulSetPodKeepsItsAddressByDefaultAcrossStopRemoveAndRecreation) {
