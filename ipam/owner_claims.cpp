@@ -5,15 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
-#include <memory>
 
 #include "engine/addr/fingerprint.h"
 #include "ipam/helper_exec.h"
+#include "ipam/owner_recheck_record.h"
 #include "ipam/pod_lookup.h"
 #include "ipam/pool_catalog.h"
 #include "ipam/pool_state.h"
@@ -46,10 +47,9 @@ struct OwnedClaim {
 
 using SetKey = std::pair<std::string, std::string>;  // namespace, set
 
-// The sets of `claims` as the API server gives them now; a set missing from the map could not
-// be read (its claims are kept).
-std::map<SetKey, pools::SetState> read_sets(const KubernetesApi& api,
-                                            const std::vector<OwnedClaim>& claims) {
+// The sets of `claims` as the API server gives them now, or why they could not be read.
+Expected<std::map<SetKey, pools::SetState>> read_sets(const KubernetesApi& api,
+                                                      const std::vector<OwnedClaim>& claims) {
     protocol::ReadStatefulSets ask{{api.kubeconfig, api.budget_ms}, {}};
     std::set<SetKey> asked;
     for (const OwnedClaim& c : claims) {
@@ -58,17 +58,11 @@ std::map<SetKey, pools::SetState> read_sets(const KubernetesApi& api,
     }
     std::map<SetKey, pools::SetState> out;
     if (ask.sets.empty()) return out;
-    auto text = run_helper(kube_helper_path(api), protocol::encode(ask), -1,
-                           "ipam.kubernetes.helper");
+    auto text =
+        run_helper(kube_helper_path(api), protocol::encode(ask), -1, "ipam.kubernetes.helper");
     auto answer = text ? protocol::statefulsets_answer(*text)
                        : Expected<protocol::StatefulSetsAnswer>(text.error());
-    if (!answer) {
-        std::fprintf(stderr,
-                     "shmipam: could not read the StatefulSets of idle fixed claims (kept until "
-                     "the next check): %s\n",
-                     answer.error().msg.c_str());
-        return out;
-    }
+    if (!answer) return answer.error();
     for (const auto& s : answer->sets) {
         out[{s.namespace_, s.name}] =
             pools::SetState{s.exists, s.deleting, s.ordinals_start, s.replicas};
@@ -77,14 +71,21 @@ std::map<SetKey, pools::SetState> read_sets(const KubernetesApi& api,
 }
 
 // Frees each claim whose set no longer wants its pod; the source is told per state (in cluster
-// mode a fixed-address pool gives the store's claim up).
-void release_unwanted(const Request& r, std::vector<OpenState>& opened,
-                      const std::vector<OwnedClaim>& claims, AddressSource& source) {
+// mode a fixed-address pool gives the store's claim up). What it did, for the record; when the
+// sets cannot be read every claim is kept until the next check.
+RecheckOutcome release_unwanted(const Request& r, std::vector<OpenState>& opened,
+                                const std::vector<OwnedClaim>& claims, AddressSource& source) {
+    RecheckOutcome outcome;
     const auto sets = read_sets(*r.kubernetes, claims);
+    if (!sets) {
+        outcome.error = sets.error().msg;
+        outcome.claims_kept_on_error = claims.size();
+        return outcome;
+    }
     std::map<size_t, size_t> released;  // state -> claims freed
     for (const OwnedClaim& c : claims) {
-        auto set = sets.find({c.id.namespace_, c.member.set});
-        if (set == sets.end() || pools::statefulset_wants(set->second, c.member.ordinal)) continue;
+        auto set = sets->find({c.id.namespace_, c.member.set});
+        if (set == sets->end() || pools::statefulset_wants(set->second, c.member.ordinal)) continue;
         auto gone = opened[c.state].allocator().release_claims(
             [&](const engine::ClaimView& v) { return v.fp == c.fp; }, /*in_use_too=*/false,
             /*dry_run=*/false);
@@ -93,7 +94,23 @@ void release_unwanted(const Request& r, std::vector<OpenState>& opened,
     for (const auto& [state, n] : released) {
         OpenState& s = opened[state];
         (void)source.after_gc(object_name_of_state(s.name), n, *s.store);
+        outcome.claims_freed += n;
     }
+    return outcome;
+}
+
+// Adds the check's outcome to the node's record and, when it failed, says so: on the plugin's
+// stderr (a DEL's check: the runtime logs it) and in the invocation log when it is on.
+void report(const Request& r, const RecheckOutcome& outcome) {
+    (void)add_recheck_outcome(r.network.run_dir, outcome, int64_t(::time(nullptr)));
+    if (!outcome.error) return;
+    const Error e = make_error(
+        Code::kTryAgainLater,
+        std::string(outcome.walk ? "the StatefulSet recheck" : "the DEL's StatefulSet check") +
+            " could not read the sets of " + std::to_string(outcome.claims_kept_on_error) +
+            " idle fixed claim(s), kept until the next check: " + *outcome.error);
+    std::fprintf(stderr, "shmipam: %s\n", e.msg.c_str());
+    if (r.log_background_failure) r.log_background_failure(e);
 }
 
 // The idle claims of opened[state] kept while their set wants the pod: the one of `only`
@@ -164,9 +181,13 @@ void walk(const Request& r) {
     (void)open_every_state(r, **catalog, opened);
     std::vector<OwnedClaim> claims;
     for (size_t i = 0; i < opened.size(); ++i) collect(opened, i, std::nullopt, claims);
-    if (claims.empty()) return;
-    auto source = make_source(r);
-    release_unwanted(r, opened, claims, *source);
+    RecheckOutcome outcome;
+    if (!claims.empty()) {
+        auto source = make_source(r);
+        outcome = release_unwanted(r, opened, claims, *source);
+    }
+    outcome.walk = true;
+    report(r, outcome);
 }
 
 }  // namespace
@@ -178,7 +199,8 @@ void release_unwanted_after_del(const Request& r, std::vector<OpenState>& opened
                                     r.key.ifname};
     std::vector<OwnedClaim> claims;
     for (size_t i = 0; i < opened.size(); ++i) collect(opened, i, own, claims);
-    if (!claims.empty()) release_unwanted(r, opened, claims, source);
+    if (claims.empty()) return;
+    report(r, release_unwanted(r, opened, claims, source));
 }
 
 void schedule_owner_recheck(const Request& r, Upkeep& upkeep) {

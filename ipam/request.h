@@ -44,6 +44,9 @@ struct Request {
     nlohmann::json prev_result;  // CHECK: the result it compares with (ipam/prev_result.h)
     // GC: the attachments still valid (cni.dev/valid-attachments).
     std::optional<std::vector<engine::AttachmentKey>> valid_attachments;
+    // Set by the glue when the invocation log is on: writes a failure of work that is not the
+    // command's own (the StatefulSet recheck, which never fails the command) to the log.
+    std::function<void(const Error&)> log_background_failure;
 };
 
 // One address of an ADD's result.

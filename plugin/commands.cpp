@@ -87,8 +87,10 @@ Invocation succeed(const json& out) {
 
 namespace {
 
-// The answer to a parsed config; `record` (the invocation log's, when on) gets the pod.
-Invocation answer_config(const CniEnv& env, const json& doc, InvocationRecord* record);
+// The answer to a parsed config; `record` (the invocation log's, when on, with `log`) gets the
+// pod.
+Invocation answer_config(const CniEnv& env, const json& doc, const LogConfig* log,
+                         InvocationRecord* record);
 
 }  // namespace
 
@@ -119,7 +121,7 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
         record.network = doc.contains("name") && doc["name"].is_string() ? doc["name"] : json("");
         if (log->level == LogLevel::kDebug) record.debug_config = masked_ipam(doc);
     }
-    Invocation inv = answer_config(*env, doc, log ? &record : nullptr);
+    Invocation inv = answer_config(*env, doc, log ? &*log : nullptr, log ? &record : nullptr);
     if (log) {
         inv.log = std::move(log);
         inv.record = std::move(record);
@@ -129,7 +131,8 @@ Invocation run_plugin(const EnvLookup& env_lookup, std::string_view stdin_data) 
 
 namespace {
 
-Invocation answer_config(const CniEnv& env, const json& doc, InvocationRecord* record) {
+Invocation answer_config(const CniEnv& env, const json& doc, const LogConfig* log,
+                         InvocationRecord* record) {
     auto version = read_cni_version(doc);
     if (!version) return fail(kDefaultErrorVersion, version.error());
     const std::string& v = *version;
@@ -150,6 +153,17 @@ Invocation answer_config(const CniEnv& env, const json& doc, InvocationRecord* r
     const std::string resolv_conf = nc->resolv_conf;
     auto request = make_request(env, *args, std::move(*nc));
     if (!request) return fail(v, request.error());
+    if (log != nullptr && record != nullptr) {
+        // A line of its own, as the command's: cmd RECHECK, the failure's code and message.
+        request->log_background_failure = [cfg = *log, line = *record](const Error& e) {
+            InvocationRecord failed = line;
+            failed.command = "RECHECK";
+            failed.code = int(e.code);
+            failed.message = e.msg;
+            failed.debug_config.clear();
+            append_invocation_log(cfg, failed);
+        };
+    }
     json dns = json::object();
     if (env.command == Command::kAdd && !resolv_conf.empty()) {
         auto d = read_resolv_conf(resolv_conf);

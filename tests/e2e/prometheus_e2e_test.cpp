@@ -11,9 +11,11 @@
 #include <functional>
 
 #include "tests/e2e/e2e_support.h"
+#include "tests/support/kube_standin.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_ports.h"
+#include "tests/support/wait_for.h"
 
 namespace shmipam::testing {
 namespace {
@@ -69,8 +71,8 @@ class PrometheusE2E : public ::testing::Test {
         return "";
     }
     // The node exporter with only its textfile collector, and Prometheus scraping it each
-    // second; Prometheus's address.
-    std::string start_scraping() {
+    // second (with `rules` as its rule file, when given); Prometheus's address.
+    std::string start_scraping(const std::string& rules = "") {
         const std::string exporter_at = start_listening(exporter, [&](const std::string& at) {
             return std::vector<std::string>{kExporter, "--collector.disable-defaults",
                                             "--collector.textfile",
@@ -80,7 +82,8 @@ class PrometheusE2E : public ::testing::Test {
         std::ofstream(dir.sub("prometheus.yml"))
             << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                "scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ['"
-            << exporter_at << "']\n";
+            << exporter_at << "']\n"
+            << (rules.empty() ? std::string() : "rule_files: ['" + rules + "']\n");
         const std::string prometheus_at = start_listening(prometheus, [&](const std::string& at) {
             return std::vector<std::string>{
                 kPrometheus, "--config.file=" + dir.sub("prometheus.yml"),
@@ -137,6 +140,65 @@ TEST_F(PrometheusE2E, PrometheusScrapesTheInUseCountOfANetworkTheTestFilled) {
         query(server, "sum(shmipam_addresses{network=\"metricsnet\",state=\"allocated\"}) == 22");
     ASSERT_TRUE(later) << "the new count never reached Prometheus";
     EXPECT_EQ(*later, 22.0);
+}
+
+// The StatefulSet recheck's record as an operator sees it: a node whose role cannot read
+// statefulsets (the API stand-in answers 403 for them) keeps a StatefulSet pod's idle claim;
+// the metrics reach Prometheus, and with the sample rules (deploy/prometheus) loaded the alert
+// for claims kept on error goes pending (it fires after its hour).
+TEST_F(PrometheusE2E, PrometheusScrapesARefusedRecheckAndTheSampleAlertGoesPending) {
+    constexpr const char* kRules = SHMIPAM_SOURCE_DIR "/deploy/prometheus/shmipam-rules.yaml";
+    auto checked = run_process({kPromtool, "check", "rules", kRules}, {}, "");
+    ASSERT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+    KubeStandin api;
+    ASSERT_TRUE(api.ready()) << api.why_not_ready();
+    std::filesystem::create_directories(dir.sub("pools"));
+    write_file(dir.sub("pools/pools.yaml"),
+               "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n"
+               "metadata: {name: general}\nspec: {subnet: 10.126.0.0/24, ips: "
+               "[\"10.126.0.10-10.126.0.200\"], default: true}\n");
+    const json cfg = {{"cniVersion", "1.1.0"},
+                      {"name", "net"},
+                      {"type", "bridge"},
+                      {"ipam",
+                       {{"type", "shmipam"},
+                        {"runDir", dir.sub("run")},
+                        {"dataDir", dir.sub("data")},
+                        {"poolsDir", dir.sub("pools")},
+                        {"nodeName", "node-a"},
+                        {"statefulSetRecheckS", 1},
+                        {"kubernetes", {{"kubeconfig", api.kubeconfig()}, {"budgetMs", 10'000}}}}}};
+    const auto call = [&](const std::string& cmd, const std::string& pod, const std::string& uid) {
+        return run_plugin(cni_env(cmd, "c-" + pod, "eth0",
+                                  "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=" + pod +
+                                      ";K8S_POD_UID=" + uid),
+                          cfg.dump());
+    };
+    api.put_statefulset("default", "db", 1, std::nullopt);
+    api.put_pod("default", "db-0", "uid-0", {}, {},
+                {kube::protocol::OwnerReference{"apps/v1", "StatefulSet", "db", "uid-db", true}});
+    ASSERT_EQ(call("ADD", "db-0", "uid-0").exit_code, 0);
+    api.force_status(403, "/apis/apps/v1/");
+    ASSERT_EQ(call("DEL", "db-0", "uid-0").exit_code, 0);
+    // The walk after a later answer (past statefulSetRecheckS) is refused too, and keeps it.
+    ::sleep(2);
+    ASSERT_EQ(call("ADD", "web-5d4f7-x2x7z", "uid-1").exit_code, 0);
+    const auto kept = [&] {
+        auto m = run_ctl({"--run-dir", dir.sub("run"), "metrics"});
+        return m.out.find("shmipam_owner_recheck_claims_kept_on_error 1") != std::string::npos;
+    };
+    ASSERT_TRUE(wait_until(kept)) << read_file(dir.sub("run/owner-recheck.json"));
+    auto m = run_ctl({"--run-dir", dir.sub("run"), "metrics", "--textfile", dir.sub("textfile")});
+    ASSERT_EQ(m.exit_code, 0) << m.out << m.err;
+    const std::string server = start_scraping(kRules);
+    auto errors = query(server, "shmipam_owner_recheck_errors_total");
+    ASSERT_TRUE(errors) << "Prometheus never answered";
+    EXPECT_EQ(*errors, 2.0) << "the DEL's check and the walk";
+    auto pending = query(server,
+                         "ALERTS{alertname=\"ShmipamStatefulSetClaimsKeptOnError\","
+                         "alertstate=\"pending\"}");
+    ASSERT_TRUE(pending) << "the sample alert never went pending";
+    EXPECT_EQ(*pending, 1.0);
 }
 
 }  // namespace

@@ -373,6 +373,68 @@ TEST_F(PodFacts, AClaimWhoseDelCouldNotReachTheApiIsFreedByALaterRecheck) {
     EXPECT_TRUE(marker_time() == walked) << "a walk claimed the marker again";
 }
 
+// A recheck that fails is seen: every check (the DEL's, each walk) adds its outcome to
+// <runDir>/owner-recheck.json, a failed one writes a line to the invocation log, and shmipamctl
+// metrics exports the record; a later check that reads the sets clears what was kept.
+TEST_F(PodFacts, AFailedRecheckIsRecordedLoggedAndExportedAndTheNextSuccessShows) {
+    write_pools(kPlainPools);
+    json cfg = config();
+    cfg["ipam"]["statefulSetRecheckS"] = 1;
+    cfg["ipam"]["logFile"] = dir.sub("shmipam.log");
+    api.put_statefulset("default", "web", 1, std::nullopt);
+    api.put_pod("default", "web-0", "uid-1", {}, {}, {controller("StatefulSet", "web")});
+    const std::string record_file = dir.sub("run") + "/owner-recheck.json";
+    const auto record = [&] {
+        const std::string text = read_file(record_file);
+        return text.empty() ? json() : json::parse(text, nullptr, false);
+    };
+    ASSERT_EQ(add("c1", "web-0", "uid-1", cfg).exit_code, 0);
+    // The node's first walk, after that answer, had no idle claim to check: a success.
+    ASSERT_TRUE(wait_until([&] { return record().is_object(); })) << "no record at " << record_file;
+    const int64_t first_success = record()["lastSuccess"];
+    EXPECT_GT(first_success, 0);
+    // A role without statefulsets: the DEL's check is refused (the DEL still answers 0).
+    api.force_status(403, kSets);
+    del("c1", "web-0", "uid-1", cfg);
+    EXPECT_EQ(record()["errorsTotal"], 1);
+    EXPECT_EQ(record()["lastSuccess"], first_success);
+    EXPECT_NE(record()["lastError"]["message"].get<std::string>().find("403"), std::string::npos)
+        << record().dump();
+    const std::string log = read_file(dir.sub("shmipam.log"));
+    EXPECT_NE(log.find("cmd=RECHECK"), std::string::npos) << log;
+    EXPECT_NE(log.find("kept until the next check"), std::string::npos) << log;
+    // The walk after the next answer fails the same way and says what it kept.
+    ::sleep(2);  // past statefulSetRecheckS
+    ASSERT_EQ(add("c2", "other-5d4f7-x2x7z", "uid-2", cfg).exit_code, 0);
+    ASSERT_TRUE(wait_until([&] { return record().value("errorsTotal", 0) == 2; }))
+        << record().dump();
+    EXPECT_EQ(record()["claimsKeptOnError"], 1);
+    auto metrics = run_ctl({"--run-dir", dir.sub("run"), "metrics"});
+    ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+    for (const std::string& line :
+         {std::string("shmipam_owner_recheck_errors_total 2"),
+          "shmipam_owner_recheck_last_success_timestamp_seconds " + std::to_string(first_success),
+          std::string("shmipam_owner_recheck_claims_kept_on_error 1"),
+          std::string("# TYPE shmipam_owner_recheck_errors_total counter")}) {
+        EXPECT_NE(metrics.out.find(line), std::string::npos) << line << "\n" << metrics.out;
+    }
+    // The role fixed and the set gone: the next walk reads it and frees the claim.
+    api.clear_faults();
+    api.remove_statefulset("default", "web");
+    ::sleep(2);
+    ASSERT_EQ(add("c3", "other-5d4f7-abcde", "uid-3", cfg).exit_code, 0);
+    ASSERT_TRUE(wait_until([&] { return record().value("claimsFreedTotal", 0) == 1; }))
+        << record().dump();
+    EXPECT_TRUE(claims().empty());
+    EXPECT_GT(record()["lastSuccess"].get<int64_t>(), first_success);
+    EXPECT_EQ(record()["claimsKeptOnError"], 0);
+    EXPECT_EQ(record()["claimsFreedTotal"], 1);
+    EXPECT_EQ(record()["errorsTotal"], 2) << "a counter: kept";
+    auto after = run_ctl({"--run-dir", dir.sub("run"), "metrics"});
+    EXPECT_NE(after.out.find("shmipam_owner_recheck_claims_freed_total 1"), std::string::npos)
+        << after.out;
+}
+
 // A claim key longer than the 72 bytes a claim entry keeps reads back truncated: the DEL finds
 // the pod's claim by the fingerprint of the key it builds, and frees it all the same.
 TEST_F(PodFacts, AClaimWithAKeyLongerThanItsEntryIsStillFreedAtTheDel) {

@@ -28,6 +28,16 @@ struct Family {
     std::vector<std::string> samples;
 };
 
+std::string exposition(const std::vector<Family>& fams) {
+    std::string out;
+    for (const auto& f : fams) {
+        out += std::string("# HELP ") + f.name + " " + f.help + "\n";
+        out += std::string("# TYPE ") + f.name + " " + f.type + "\n";
+        for (const auto& s : f.samples) out += s + "\n";
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string metrics_text(const std::vector<engine::NetworkDump>& networks,
@@ -120,13 +130,34 @@ std::string metrics_text(const std::vector<engine::NetworkDump>& networks,
             add(15, rl, r.size);
         }
     }
-    std::string out;
-    for (const auto& f : fams) {
-        out += std::string("# HELP ") + f.name + " " + f.help + "\n";
-        out += std::string("# TYPE ") + f.name + " " + f.type + "\n";
-        for (const auto& s : f.samples) out += s + "\n";
-    }
-    return out;
+    return exposition(fams);
+}
+
+std::string recheck_metrics_text(const ipam::RecheckRecord& r) {
+    const std::vector<Family> fams = {
+        {"shmipam_owner_recheck_last_success_timestamp_seconds",
+         "gauge",
+         "When a check of the node's StatefulSet-held claims last read their sets (0: never).",
+         {"shmipam_owner_recheck_last_success_timestamp_seconds " +
+          std::to_string(r.last_success)}},
+        {"shmipam_owner_recheck_last_check_timestamp_seconds",
+         "gauge",
+         "When the node's StatefulSet-held claims were last checked, failed or not.",
+         {"shmipam_owner_recheck_last_check_timestamp_seconds " + std::to_string(r.last_check)}},
+        {"shmipam_owner_recheck_errors_total",
+         "counter",
+         "Checks that could not read the StatefulSets (their claims kept until the next).",
+         {"shmipam_owner_recheck_errors_total " + std::to_string(r.errors_total)}},
+        {"shmipam_owner_recheck_claims_freed_total",
+         "counter",
+         "Idle claims freed because their StatefulSet no longer wants the pod.",
+         {"shmipam_owner_recheck_claims_freed_total " + std::to_string(r.claims_freed_total)}},
+        {"shmipam_owner_recheck_claims_kept_on_error",
+         "gauge",
+         "Idle claims the last walk could not check (0 after a walk that could).",
+         {"shmipam_owner_recheck_claims_kept_on_error " + std::to_string(r.claims_kept_on_error)}},
+    };
+    return exposition(fams);
 }
 
 }  // namespace shmipam::tools

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/inspect/inspect.h"
+#include "ipam/owner_recheck_record.h"
 
 namespace shmipam::tools {
 
@@ -17,5 +18,9 @@ struct ClaimCounts {
 // claims: one per network, in the order of `networks` (empty: no claim family).
 std::string metrics_text(const std::vector<engine::NetworkDump>& networks,
                          const std::vector<ClaimCounts>& claims = {});
+
+// The node's StatefulSet rechecks (ipam/owner_recheck_record.h): when they last succeeded, how
+// many failed, what they freed and what the last walk had to keep.
+std::string recheck_metrics_text(const ipam::RecheckRecord& r);
 
 }  // namespace shmipam::tools

@@ -60,7 +60,17 @@ Expected<std::string> collect(const CommonOptions& common,
         }
         claims.push_back(counts);
     }
-    return metrics_text(dumps, claims);
+    std::string text = metrics_text(dumps, claims);
+    // The node's StatefulSet rechecks, when any ran under this run directory.
+    auto rechecks = ipam::read_recheck_record(common.run_dir);
+    if (!rechecks && skipped != nullptr) {
+        skipped->push_back(rechecks.error().msg);
+    } else if (!rechecks) {
+        return rechecks.error();
+    } else if (*rechecks) {
+        text += recheck_metrics_text(**rechecks);
+    }
+    return text;
 }
 
 int cmd_metrics(const CommonOptions& common, const MetricsOptions& o) {
