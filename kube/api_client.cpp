@@ -109,6 +109,7 @@ ApiClient::ApiClient(Kubeconfig cfg, std::chrono::milliseconds budget)
     CURL* c = impl_->curl = curl_easy_init();
     if (c == nullptr) return;
     impl_->headers = curl_slist_append(impl_->headers, "Accept: application/json");
+    impl_->headers = curl_slist_append(impl_->headers, "Content-Type: application/json");
     if (!cfg_.token.empty()) {
         impl_->headers =
             curl_slist_append(impl_->headers, ("Authorization: Bearer " + cfg_.token).c_str());
@@ -147,28 +148,44 @@ ApiClient::ApiClient(Kubeconfig cfg, std::chrono::milliseconds budget)
 ApiClient::~ApiClient() = default;
 
 Expected<Response> ApiClient::get(const std::string& path) {
+    return send("GET", path, nullptr);
+}
+
+Expected<Response> ApiClient::post(const std::string& path, const std::string& body) {
+    return send("POST", path, &body);
+}
+
+Expected<Response> ApiClient::send(const char* method, const std::string& path,
+                                   const std::string* body_out) {
     const std::string target = url(path);
-    const std::string get = "GET " + target + ": ";
+    const std::string get = std::string(method) + " " + target + ": ";
     if (impl_->curl == nullptr) return make_error(Code::kInternal, get + "cannot start libcurl");
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
     // A timeout of 0 would mean none at all.
     if (left < 1) {
-        return make_error(Code::kTryAgainLater, get + "the budget of " +
-                                                    std::to_string(budget_.count()) +
-                                                    " ms was spent before it");
+        return make_error(
+            Code::kTryAgainLater,
+            get + "the budget of " + std::to_string(budget_.count()) + " ms was spent before it");
     }
     CURL* c = impl_->curl;
     Body body;
     impl_->error[0] = '\0';
     curl_easy_setopt(c, CURLOPT_URL, target.c_str());
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    if (body_out != nullptr) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body_out->c_str());
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, long(body_out->size()));
+    } else {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    }
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(left));
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(left));
     const CURLcode rc = curl_easy_perform(c);
     if (rc != CURLE_OK) {
         const std::string why =
-            std::string(curl_easy_strerror(rc)) + (impl_->error[0] != '\0' ? std::string(" (") + impl_->error + ")" : "");
+            std::string(curl_easy_strerror(rc)) +
+            (impl_->error[0] != '\0' ? std::string(" (") + impl_->error + ")" : "");
         if (body.too_large) {
             return make_error(Code::kInternal, get + "the answer is larger than " +
                                                    std::to_string(kMaxBodyBytes) +
@@ -176,8 +193,7 @@ Expected<Response> ApiClient::get(const std::string& path) {
         }
         if (tls_misconfiguration(rc)) {
             const bool ours = rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_ENGINE_NOTFOUND ||
-                              rc == CURLE_SSL_ENGINE_SETFAILED ||
-                              rc == CURLE_SSL_ENGINE_INITFAILED;
+                              rc == CURLE_SSL_ENGINE_SETFAILED || rc == CURLE_SSL_ENGINE_INITFAILED;
             return make_error(
                 Code::kInvalidConfig,
                 get + "TLS failed: " + why + " (kubeconfig " + cfg_.path + ": " +
@@ -221,7 +237,8 @@ Expected<std::optional<json>> ApiClient::get_object(const Resource& r) {
             json j = json::parse(answer->body, nullptr, false);
             if (j.is_discarded() || !j.is_object()) {
                 // A proxy's or a load balancer's page in front of an API server that is away.
-                return make_error(Code::kTryAgainLater, get + "the answer is not a JSON object: " + said);
+                return make_error(Code::kTryAgainLater,
+                                  get + "the answer is not a JSON object: " + said);
             }
             return std::optional<json>(std::move(j));
         }
@@ -237,7 +254,8 @@ Expected<std::optional<json>> ApiClient::get_object(const Resource& r) {
             // else (a server URL that is not the API server, an API group not served yet) must
             // never read as "the StatefulSet is gone".
             auto s = decode_status(answer->body);
-            if (s && s->reason == "NotFound" && (s->details_name.empty() || s->details_name == r.name)) {
+            if (s && s->reason == "NotFound" &&
+                (s->details_name.empty() || s->details_name == r.name)) {
                 return std::optional<json>();
             }
             return make_error(Code::kTryAgainLater,
@@ -249,7 +267,8 @@ Expected<std::optional<json>> ApiClient::get_object(const Resource& r) {
             return make_error(Code::kTryAgainLater, get + said);
         default:
             if (answer->status >= 500) return make_error(Code::kTryAgainLater, get + said);
-            return make_error(Code::kInternal, get + "an answer the helper does not expect: " + said);
+            return make_error(Code::kInternal,
+                              get + "an answer the helper does not expect: " + said);
     }
 }
 

@@ -1,5 +1,5 @@
-// GETs of the Kubernetes API over HTTPS (libcurl), as a kubeconfig allows them
-// (docs/kubernetes.md, "Errors"). Linked into the helper shmipam-kube only, never into the
+// GETs (and TokenRequest's POST) of the Kubernetes API over HTTPS (libcurl), as a kubeconfig allows
+// them (docs/kubernetes.md, "Errors"). Linked into the helper shmipam-kube only, never into the
 // plugin (kube/pod_protocol.h says why).
 //
 // One client serves one helper run: its budget, the whole run's, starts when it is made, and
@@ -30,8 +30,8 @@ struct Resource {
     std::string plural;   // "pods", "statefulsets"
     std::string namespace_, name;
 
-    std::string path() const;   // "/api/v1/namespaces/NS/pods/NAME"
-    std::string what() const;   // "pods" / "statefulsets.apps": the resource as RBAC names it
+    std::string path() const;  // "/api/v1/namespaces/NS/pods/NAME"
+    std::string what() const;  // "pods" / "statefulsets.apps": the resource as RBAC names it
 };
 Resource pod_resource(const std::string& ns, const std::string& name);
 Resource statefulset_resource(const std::string& ns, const std::string& name);
@@ -52,6 +52,8 @@ class ApiClient {
     // GET the server's `path`: the status and body of whatever answered (any status), or code 11
     // (unreachable, timed out, the budget spent) or 7 (TLS) naming the URL and why.
     Expected<Response> get(const std::string& path);
+    // POST `body` (JSON) to `path`: the same answers as get().
+    Expected<Response> post(const std::string& path, const std::string& body);
 
     // GET `r`: the object, or nullopt when the API server says it is not there (404 with a
     // NotFound Status naming it); otherwise the errors of the header comment.
@@ -61,6 +63,7 @@ class ApiClient {
     std::string url(const std::string& path) const { return cfg_.server + path; }
 
   private:
+    Expected<Response> send(const char* method, const std::string& path, const std::string* body);
     struct Impl;
     Kubeconfig cfg_;
     std::chrono::milliseconds budget_;

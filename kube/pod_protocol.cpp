@@ -10,10 +10,11 @@ namespace {
 
 constexpr const char* kReadPod = "read-pod";
 constexpr const char* kReadStatefulSets = "read-statefulsets";
+constexpr const char* kRequestToken = "request-token";
 
 Error field_error(const std::string& what, const std::string& field, const char* want) {
-    return make_error(Code::kInvalidConfig,
-                      "the Kubernetes helper's " + what + " needs \"" + field + "\" (" + want + ")");
+    return make_error(Code::kInvalidConfig, "the Kubernetes helper's " + what + " needs \"" +
+                                                field + "\" (" + want + ")");
 }
 
 // Readers of one object's fields; each answers code 7 naming the field. Never throw.
@@ -92,6 +93,15 @@ json request_json(const ReadStatefulSets& r) {
     return j;
 }
 
+json request_json(const RequestToken& r) {
+    json j{{"version", kVersion}, {"op", kRequestToken}};
+    put_api(j, r.api);
+    j["namespace"] = r.namespace_;
+    j["serviceAccount"] = r.service_account;
+    j["expirationSeconds"] = r.expiration_seconds;
+    return j;
+}
+
 Expected<ObjectRef> object_ref(const json& j, const std::string& what) {
     if (!j.is_object()) return field_error(what, "sets[]", "objects with namespace and name");
     const Reader rd{j, what};
@@ -143,6 +153,21 @@ Expected<Request> decode_object(const json& j) {
             r.sets.push_back(*ref);
         }
         return Request{std::move(r)};
+    }
+    if (name == kRequestToken) {
+        auto api = rd.api();
+        if (!api) return api.error();
+        auto ns = rd.text("namespace");
+        if (!ns) return ns.error();
+        auto sa = rd.text("serviceAccount");
+        if (!sa) return sa.error();
+        auto seconds = rd.integer("expirationSeconds", 0);
+        if (!seconds) return seconds.error();
+        if (ns->empty() || sa->empty() || *seconds <= 0) {
+            return field_error(rd.what, "namespace, serviceAccount and expirationSeconds",
+                               "each given, the seconds positive");
+        }
+        return Request{RequestToken{*api, *ns, *sa, *seconds}};
     }
     return make_error(Code::kIncompatibleVersion,
                       "the Kubernetes helper knows no op \"" + name +
@@ -219,6 +244,10 @@ json to_json(const StatefulSetsAnswer& a) {
     return {{"sets", sets}};
 }
 
+json to_json(const TokenAnswer& a) {
+    return {{"token", a.token}, {"expiresAt", a.expires_at}};
+}
+
 json error_json(const Error& e) {
     json j{{"code", int(e.code)}, {"msg", e.msg}};
     if (!e.details.empty()) j["details"] = e.details;
@@ -278,7 +307,8 @@ Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text) {
     }
     StatefulSetsAnswer a;
     for (const auto& s : *sets) {
-        if (!s.is_object()) return unparsed(field_error("read-statefulsets answer", "sets", "a list"));
+        if (!s.is_object())
+            return unparsed(field_error("read-statefulsets answer", "sets", "a list"));
         const Reader rd{s, "read-statefulsets answer"};
         StatefulSetAnswer one;
         auto ref = object_ref(s, rd.what);
@@ -300,6 +330,20 @@ Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text) {
         a.sets.push_back(std::move(one));
     }
     return a;
+}
+
+Expected<TokenAnswer> token_answer(std::string_view text) {
+    auto j = answer_object(text);
+    if (!j) return j.error();
+    const Reader rd{*j, "request-token answer"};
+    auto token = rd.text("token");
+    auto expires = rd.integer("expiresAt", 0);
+    if (!token) return unparsed(token.error());
+    if (!expires) return unparsed(expires.error());
+    if (token->empty() || *expires <= 0) {
+        return unparsed(field_error(rd.what, "token and expiresAt", "a token and a time"));
+    }
+    return TokenAnswer{*token, *expires};
 }
 
 }  // namespace shmipam::kube::protocol

@@ -3,10 +3,13 @@
 // an ADD that needs them execs the helper, which reads the pod from the API server through a
 // kubeconfig (Calico's convention) and answers on its stdout. The plugin links no HTTPS client.
 //
-//   {"version": 1, "op": "read-pod", "kubeconfig": "/etc/cni/net.d/shmipam.d/kubeconfig",
+//   {"version": 2, "op": "read-pod", "kubeconfig": "/etc/cni/net.d/shmipam.d/kubeconfig",
 //    "budgetMs": 2000, "namespace": "default", "name": "web-0"}
-//   {"version": 1, "op": "read-statefulsets", "kubeconfig": "...", "budgetMs": 2000,
+//   {"version": 2, "op": "read-statefulsets", "kubeconfig": "...", "budgetMs": 2000,
 //    "sets": [{"namespace": "default", "name": "web"}]}
+//   {"version": 2, "op": "request-token", "kubeconfig": "...", "budgetMs": 10000,
+//    "namespace": "kube-system", "serviceAccount": "shmipam", "expirationSeconds": 86400}
+// (the last for shmipamctl kubeconfig: kube/token_request.h)
 //
 // A helper refuses a request of another version or an op it does not know (code 1). An answer
 // is the op's answer struct, or an error {"code", "msg", "details"} (exit status 1):
@@ -33,7 +36,7 @@
 namespace shmipam::kube::protocol {
 
 // Bumped whenever a field's meaning changes or an op is added or removed.
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 // ipam.kubernetes.budgetMs when the config leaves it out: the whole call, connection included.
 inline constexpr uint64_t kDefaultBudgetMs = 2000;
 
@@ -60,7 +63,14 @@ struct ReadStatefulSets {
     std::vector<ObjectRef> sets;
 };
 
-using Request = std::variant<ReadPod, ReadStatefulSets>;
+// POST /api/v1/namespaces/NS/serviceaccounts/NAME/token (TokenRequest).
+struct RequestToken {
+    Api api;
+    std::string namespace_, service_account;
+    int64_t expiration_seconds = 0;
+};
+
+using Request = std::variant<ReadPod, ReadStatefulSets, RequestToken>;
 
 std::string encode(const Request& r);
 // Code 6 for text that is not a JSON object, 1 for another version or an unknown op, 7 for a
@@ -86,15 +96,22 @@ struct PodAnswer {
 struct StatefulSetAnswer {
     std::string namespace_, name;
     bool exists = false;
-    bool deleting = false;        // metadata.deletionTimestamp set
-    int64_t ordinals_start = 0;   // spec.ordinals.start (0 when absent)
-    int64_t replicas = 1;         // spec.replicas (1 when absent, as the API defaults it)
+    bool deleting = false;       // metadata.deletionTimestamp set
+    int64_t ordinals_start = 0;  // spec.ordinals.start (0 when absent)
+    int64_t replicas = 1;        // spec.replicas (1 when absent, as the API defaults it)
 };
 struct StatefulSetsAnswer {
     std::vector<StatefulSetAnswer> sets;  // one per asked set, in the order asked
 };
 
+// The token TokenRequest issued.
+struct TokenAnswer {
+    std::string token;
+    int64_t expires_at = 0;  // Unix seconds
+};
+
 nlohmann::json to_json(const PodAnswer& a);
+nlohmann::json to_json(const TokenAnswer& a);
 nlohmann::json to_json(const StatefulSetsAnswer& a);
 nlohmann::json error_json(const Error& e);
 
@@ -102,5 +119,6 @@ nlohmann::json error_json(const Error& e);
 // naming what did not parse. Never throw.
 Expected<PodAnswer> pod_answer(std::string_view text);
 Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text);
+Expected<TokenAnswer> token_answer(std::string_view text);
 
 }  // namespace shmipam::kube::protocol

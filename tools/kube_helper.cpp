@@ -1,7 +1,8 @@
 // shmipam-kube: the Kubernetes helper (docs/kubernetes.md). No Kubernetes runtime passes a pod's
 // labels or owner to a CNI plugin, and the plugin links no HTTPS client (a static libcurl with
 // OpenSSL would cost every exec); an ADD that needs them execs this helper with one request on
-// stdin (kube/pod_protocol.h: read a pod, read StatefulSets), which reads the kubeconfig the
+// stdin (kube/pod_protocol.h: read a pod, read StatefulSets; for shmipamctl kubeconfig, ask
+// TokenRequest for a token), which reads the kubeconfig the
 // request names (on every run: a rotated token is picked up), GETs the objects from the API
 // server within the request's budget, and answers on stdout: the op's answer and exit 0, or an
 // error {"code", "msg", "details"} and exit 1, which the plugin passes on.
@@ -16,6 +17,7 @@
 #include "kube/kubeconfig.h"
 #include "kube/objects.h"
 #include "kube/pod_protocol.h"
+#include "kube/token_request.h"
 
 using nlohmann::json;
 using namespace shmipam;
@@ -84,6 +86,16 @@ int read_statefulsets(const protocol::ReadStatefulSets& r) {
     return answer(protocol::to_json(out));
 }
 
+// TokenRequest for shmipamctl kubeconfig (kube/token_request.h).
+int request_token(const protocol::RequestToken& r) {
+    auto client = client_for(r.api);
+    if (!client) return fail(client.error());
+    auto issued =
+        kube::request_token(**client, r.namespace_, r.service_account, r.expiration_seconds);
+    if (!issued) return fail(issued.error());
+    return answer(protocol::to_json(protocol::TokenAnswer{issued->token, issued->expires_at}));
+}
+
 }  // namespace
 
 SHMIPAM_STAMP_BUILD_VERSION();  // read by shmipamctl install
@@ -95,11 +107,12 @@ int main() {
         auto req = protocol::decode(text);
         if (!req) return fail(req.error());
         if (const auto* p = std::get_if<protocol::ReadPod>(&*req)) return read_pod(*p);
+        if (const auto* t = std::get_if<protocol::RequestToken>(&*req)) return request_token(*t);
         return read_statefulsets(std::get<protocol::ReadStatefulSets>(*req));
     } catch (const std::exception& e) {
         // Every answer is a CNI error the plugin can pass on, never a crash with no answer.
-        return fail(make_error(Code::kInternal,
-                               std::string("the Kubernetes helper failed: ") + e.what()));
+        return fail(
+            make_error(Code::kInternal, std::string("the Kubernetes helper failed: ") + e.what()));
     } catch (...) {
         return fail(make_error(Code::kInternal, "the Kubernetes helper failed"));
     }

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "base/base64.h"
+#include "tests/exec/shmipamctl_builds.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait_for.h"
@@ -26,6 +27,9 @@ const std::string kCa =
     "CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIBADAKBggqhkjOPQQDAjAjMSEwHwYDVQQDDBhrM3Mtc2Vy\n"
     "dmVyLWNhQDE3MDAwMDAwMDAwHhcNMjQwMTAxMDAwMDAwWhcNMzQwMTAxMDAwMDAw\n"
     "-----END CERTIFICATE-----\n";
+
+// What each round says of the token it wrote with --token-lifetime 0.
+const std::string kProjectedNote = " (the pod's projected token (--token-lifetime 0))\n";
 
 // A YAML document as JSON (scalars as strings), with libyaml: what a kubeconfig reader sees.
 json yaml_node(yaml_document_t& doc, int index) {
@@ -112,8 +116,10 @@ class Kubeconfig : public ::testing::TestWithParam<std::string> {
         fs::remove_all(sa + "/" + old);
     }
     std::vector<std::string> argv(std::vector<std::string> extra) const {
-        std::vector<std::string> a{GetParam(), "kubeconfig", "--service-account-dir",
-                                   sa,         "--out",      out};
+        // The projected token as it is: these tests are about the file (TokenRequest:
+        // KubeconfigToken below).
+        std::vector<std::string> a{GetParam(), "kubeconfig", "--service-account-dir", sa,
+                                   "--out",    out,          "--token-lifetime",      "0"};
         a.insert(a.end(), extra.begin(), extra.end());
         return a;
     }
@@ -128,7 +134,7 @@ class Kubeconfig : public ::testing::TestWithParam<std::string> {
 TEST_P(Kubeconfig, WritesOneClusterUserAndContextFromTheServiceAccountWithMode0600) {
     auto r = run();
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    EXPECT_EQ(r.out, "wrote " + out + "\n");
+    EXPECT_EQ(r.out, "wrote " + out + kProjectedNote);
     struct stat st {};
     ASSERT_EQ(::stat(out.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -163,12 +169,12 @@ TEST_P(Kubeconfig, AnUnchangedKubeconfigIsNotRewrittenAndAChangedTokenIs) {
     const ino_t first = inode_of(out);
     auto again = run();
     ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
-    EXPECT_EQ(again.out, "unchanged " + out + "\n");
+    EXPECT_EQ(again.out, "unchanged " + out + kProjectedNote);
     EXPECT_EQ(inode_of(out), first);
     rotate("..2024_01_01_01_00_00.2", "token-two\n");
     auto rotated = run();
     ASSERT_EQ(rotated.exit_code, 0) << rotated.out << rotated.err;
-    EXPECT_EQ(rotated.out, "wrote " + out + "\n");
+    EXPECT_EQ(rotated.out, "wrote " + out + kProjectedNote);
     EXPECT_NE(inode_of(out), first);  // renamed into place, not written over
     const json k = parse_yaml(read_file(out));
     EXPECT_EQ(k["users"][0]["user"]["token"], "token-two");
@@ -270,19 +276,7 @@ TEST_P(Kubeconfig, BadInputExitsTwoSayingWhatToFixAndWritesNothing) {
     EXPECT_FALSE(fs::exists(out));
 }
 
-std::vector<std::string> shmipamctls() {
-    std::vector<std::string> out{SHMIPAMCTL_PATH};
-#ifdef SHMIPAMCTL_STATIC_PATH
-    out.push_back(SHMIPAMCTL_STATIC_PATH);
-#endif
-    return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Builds, Kubeconfig, ::testing::ValuesIn(shmipamctls()),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                             return i.param.ends_with("-static") ? std::string("Static")
-                                                                 : std::string("Dynamic");
-                         });
+INSTANTIATE_TEST_SUITE_P(Builds, Kubeconfig, ::testing::ValuesIn(shmipamctls()), build_name);
 
 }  // namespace
 }  // namespace shmipam::testing

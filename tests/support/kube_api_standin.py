@@ -4,8 +4,10 @@
 No kube-apiserver package exists on Debian here, so the tests speak to this: HTTPS on loopback
 (Python's ssl, the server's certificate given), the API server's authentication (a bearer token,
 or a client certificate of a given CA), its authorization answer (403 for a token listed as
-forbidden), GET of objects at their API paths, and its `Status` bodies for every error, in the
-words the API server writes them. Python 3 standard library only.
+forbidden), GET of objects at their API paths, the TokenRequest API (POST
+/api/v1/namespaces/NS/serviceaccounts/NAME/token: a service account asks a token of its own,
+accepted until it expires), and its `Status` bodies for every error, in the words the API
+server writes them. Python 3 standard library only.
 
 Everything is read again on each request, so that a test changes the server's world by writing
 files (each by a rename, so a request never reads half of one):
@@ -15,6 +17,8 @@ files (each by a rename, so a request never reads half of one):
   ROOT/_token               the accepted bearer tokens, one a line (--token-file): rotate by
                             rewriting it
   ROOT/_forbidden-tokens    tokens (or client-certificate common names) answered 403
+  ROOT/_issued-tokens       tokens the stand-in issued through TokenRequest ("TOKEN EXPIRY", the
+                            expiry in Unix seconds), accepted until they expire
   ROOT/_control.json        faults: {"status": 503}, {"delay_ms": 3000}, {"body": "<html>"},
                             each optionally for a "prefix" of the path; or a list of such rules,
                             the first whose prefix matches applies
@@ -102,6 +106,27 @@ def read_lines(path):
             return {line.strip() for line in f if line.strip()}
     except OSError:
         return set()
+
+
+# TokenRequest's shortest lifetime, as the API server validates spec.expirationSeconds.
+MIN_TOKEN_SECONDS = 600
+ISSUED_LOCK = threading.Lock()
+
+
+def issued_tokens(root):
+    """{token: expiry} of the tokens issued through TokenRequest."""
+    out = {}
+    for line in read_lines(os.path.join(root, "_issued-tokens")):
+        token, _, expiry = line.partition(" ")
+        try:
+            out[token] = int(expiry)
+        except ValueError:
+            pass
+    return out
+
+
+def rfc3339(unix):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))
 
 
 def write_atomically(path, text):
@@ -194,7 +219,42 @@ class Handler(BaseHTTPRequestHandler):
             token = auth[len("Bearer "):].strip()
             if token and token in read_lines(self.settings.token_file):
                 return TOKEN_USER, token
+            if issued_tokens(self.settings.root).get(token, 0) > time.time():
+                return TOKEN_USER, token
         return None
+
+    def token_request(self, namespace, name, user):
+        """POST .../serviceaccounts/NAME/token: a token of the requester's own service account
+        (the RBAC the DaemonSet is given: create on serviceaccounts/token, resourceNames its
+        own), for spec.expirationSeconds."""
+        if user != "system:serviceaccount:%s:%s" % (namespace, name):
+            return self.send_status(
+                403, 'serviceaccounts "%s" is forbidden: User "%s" cannot create resource '
+                '"serviceaccounts/token" in API group "" in the namespace "%s"'
+                % (name, user, namespace), details={"name": name, "kind": "serviceaccounts"})
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            seconds = int(body.get("spec", {}).get("expirationSeconds", 3600))
+        except (ValueError, TypeError, AttributeError):
+            return self.send_status(400, "the body is not a TokenRequest")
+        if seconds < MIN_TOKEN_SECONDS:
+            return self.send_status(
+                422, "TokenRequest.authentication.k8s.io \"%s\" is invalid: "
+                "spec.expirationSeconds: Invalid value: %d: may not specify a duration less "
+                "than 10 minutes" % (name, seconds), reason="Invalid")
+        token = "standin-issued-" + uuid.uuid4().hex
+        expiry = int(time.time()) + seconds
+        with ISSUED_LOCK:
+            with open(os.path.join(self.settings.root, "_issued-tokens"), "a") as f:
+                f.write("%s %d\n" % (token, expiry))
+        return self.send(201, json.dumps({
+            "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": namespace,
+                         "creationTimestamp": rfc3339(time.time())},
+            "spec": {"audiences": ["https://kubernetes.default.svc"],
+                     "expirationSeconds": seconds, "boundObjectRef": None},
+            "status": {"token": token, "expirationTimestamp": rfc3339(expiry)}}))
 
     def serve(self):
         path = urlsplit(self.path).path
@@ -210,9 +270,15 @@ class Handler(BaseHTTPRequestHandler):
         if who is None:
             return self.send_status(401, "Unauthorized")
         user, credential = who
+        parts = path.strip("/").split("/")
+        if (self.command == "POST" and len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"]
+                and parts[4] == "serviceaccounts" and parts[6] == "token"):
+            if credential in read_lines(self.settings.forbidden_file):
+                return self.send_status(403, "forbidden")
+            return self.token_request(parts[3], parts[5], user)
         parsed = parse_object_path(path)
         if self.command != "GET":
-            return self.send_status(405, "the stand-in serves GET only")
+            return self.send_status(405, "the stand-in serves GET, and POST of TokenRequest, only")
         if parsed is None:
             return self.send_status(404, "the server could not find the requested resource")
         group, version, namespace, plural, name = parsed
