@@ -47,16 +47,23 @@ struct OwnedClaim {
 
 using SetKey = std::pair<std::string, std::string>;  // namespace, set
 
-// The sets of `claims` as the API server gives them now, or why they could not be read.
-Expected<std::map<SetKey, pools::SetState>> read_sets(const KubernetesApi& api,
-                                                      const std::vector<OwnedClaim>& claims) {
-    protocol::ReadStatefulSets ask{{api.kubeconfig, api.budget_ms}, {}};
+// What the API server says of `claims` now: their sets, and, when asked, where their pods run.
+struct OwnersNow {
+    std::map<SetKey, pools::SetState> sets;
+    std::map<SetKey, protocol::PodPlacement> pods;  // (namespace, pod)
+};
+
+// Reads the sets of `claims`, and with `with_pods` their pods too, or says why it could not.
+Expected<OwnersNow> read_owners(const KubernetesApi& api, const std::vector<OwnedClaim>& claims,
+                                bool with_pods) {
+    protocol::ReadStatefulSets ask{{api.kubeconfig, api.budget_ms}, {}, {}};
     std::set<SetKey> asked;
     for (const OwnedClaim& c : claims) {
         const SetKey k{c.id.namespace_, c.member.set};
         if (asked.insert(k).second) ask.sets.push_back({k.first, k.second});
+        if (with_pods) ask.pods.push_back({c.id.namespace_, c.id.name});
     }
-    std::map<SetKey, pools::SetState> out;
+    OwnersNow out;
     if (ask.sets.empty()) return out;
     auto text =
         run_helper(kube_helper_path(api), protocol::encode(ask), -1, "ipam.kubernetes.helper");
@@ -64,28 +71,54 @@ Expected<std::map<SetKey, pools::SetState>> read_sets(const KubernetesApi& api,
                        : Expected<protocol::StatefulSetsAnswer>(text.error());
     if (!answer) return answer.error();
     for (const auto& s : answer->sets) {
-        out[{s.namespace_, s.name}] =
+        out.sets[{s.namespace_, s.name}] =
             pools::SetState{s.exists, s.deleting, s.ordinals_start, s.replicas};
     }
+    for (const auto& p : answer->pods) out.pods[{p.namespace_, p.name}] = p;
     return out;
 }
 
-// Frees each claim whose set no longer wants its pod; the source is told per state (in cluster
-// mode a fixed-address pool gives the store's claim up). What it did, for the record; when the
-// sets cannot be read every claim is kept until the next check.
+// The Node object's name of this node, for the moved-pod check in local pool mode:
+// ipam.nodeName, else the node-name file the install container writes; "" when neither is
+// there (the host name pool mode otherwise uses may not be the Node's name, and every claim
+// would look moved), and in cluster mode (a fixed claim moves with its pod through the store).
+std::string node_for_moved_pods(const Request& r) {
+    if (!r.pools || r.pools->cluster) return "";
+    if (r.pools->node_name_from_config) return r.pools->node_name;
+    auto named = read_node_name_file(r.pools->node_name_file);
+    return named ? *named : "";
+}
+
+// Whether the claim's pod runs on another node now: the API server has it, scheduled, on a
+// node that is not `node` (never for an unscheduled pod, nor without a node name).
+bool moved_away(const OwnersNow& now, const OwnedClaim& c, const std::string& node) {
+    if (node.empty()) return false;
+    auto p = now.pods.find({c.id.namespace_, c.id.name});
+    return p != now.pods.end() && p->second.exists && !p->second.node_name.empty() &&
+           p->second.node_name != node;
+}
+
+// Frees each claim whose set no longer wants its pod, or whose pod runs on another node now
+// (local pool mode: the pod took an address there; this node's claim would be held for
+// nothing); the source is told per state (in cluster mode a fixed-address pool gives the
+// store's claim up). What it did, for the record; when the API cannot be read every claim is
+// kept until the next check.
 RecheckOutcome release_unwanted(const Request& r, std::vector<OpenState>& opened,
                                 const std::vector<OwnedClaim>& claims, AddressSource& source) {
     RecheckOutcome outcome;
-    const auto sets = read_sets(*r.kubernetes, claims);
-    if (!sets) {
-        outcome.error = sets.error().msg;
+    const std::string node = node_for_moved_pods(r);
+    const auto now = read_owners(*r.kubernetes, claims, !node.empty());
+    if (!now) {
+        outcome.error = now.error().msg;
         outcome.claims_kept_on_error = claims.size();
         return outcome;
     }
     std::map<size_t, size_t> released;  // state -> claims freed
     for (const OwnedClaim& c : claims) {
-        auto set = sets->find({c.id.namespace_, c.member.set});
-        if (set == sets->end() || pools::statefulset_wants(set->second, c.member.ordinal)) continue;
+        auto set = now->sets.find({c.id.namespace_, c.member.set});
+        if (set == now->sets.end()) continue;
+        if (pools::statefulset_wants(set->second, c.member.ordinal) && !moved_away(*now, c, node))
+            continue;
         auto gone = opened[c.state].allocator().release_claims(
             [&](const engine::ClaimView& v) { return v.fp == c.fp; }, /*in_use_too=*/false,
             /*dry_run=*/false);

@@ -67,6 +67,10 @@ Expected<std::optional<PoolMode>> parse_pool_mode_fields(const json& doc, const 
     auto node = opt_string(ipam, "nodeName", "ipam.");
     if (!node) return node.error();
     pm.node_name = *node;
+    pm.node_name_from_config = !node->empty();
+    auto node_file = opt_string(ipam, "nodeNameFile", "ipam.");
+    if (!node_file) return node_file.error();
+    pm.node_name_file = node_file->empty() ? kDefaultNodeNameFile : *node_file;
     if (auto it = ipam.find("etcd"); it != ipam.end() && !it->is_null()) {
         // Checked here, so that a mistake is the plugin's clear error, not the helper's.
         auto etcd = cluster::etcd_config_from_json(*it);
@@ -113,11 +117,10 @@ Expected<std::optional<PoolMode>> parse_pool_mode_fields(const json& doc, const 
     if (pm.node_name.empty() && cluster) {
         // The name the store and `cluster gc` know the node by must be the Node object's: a
         // host name differs from it in case or domain, and a gc would take a live node's blocks.
-        auto file = opt_string(ipam, "nodeNameFile", "ipam.");
-        if (!file) return file.error();
-        auto named = read_node_name_file(file->empty() ? kDefaultNodeNameFile : *file);
+        auto named = read_node_name_file(pm.node_name_file);
         if (!named) return named.error();
         pm.node_name = *named;
+        pm.node_name_from_config = true;
     }
     if (cluster) {
         // Compared byte for byte with the Node list a gc is given: a name no Node object can

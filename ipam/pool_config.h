@@ -47,6 +47,11 @@ struct PoolMode {
     // name: the store and `cluster gc` must know the node by its Node object's name); in pool
     // mode on one node else the host name.
     std::string node_name;
+    // Whether node_name is the Node object's, from the config (ipam.nodeName; in cluster mode
+    // also ipam.nodeNameFile), not the host name; and the node-name file to read it from
+    // otherwise (ipam.nodeNameFile, else the one the install container writes).
+    bool node_name_from_config = false;
+    std::string node_name_file;
     std::optional<ClusterMode> cluster;
 };
 

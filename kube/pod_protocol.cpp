@@ -90,6 +90,9 @@ json request_json(const ReadStatefulSets& r) {
     json sets = json::array();
     for (const auto& s : r.sets) sets.push_back({{"namespace", s.namespace_}, {"name", s.name}});
     j["sets"] = sets;
+    json pods = json::array();
+    for (const auto& p : r.pods) pods.push_back({{"namespace", p.namespace_}, {"name", p.name}});
+    j["pods"] = pods;
     return j;
 }
 
@@ -151,6 +154,15 @@ Expected<Request> decode_object(const json& j) {
             auto ref = object_ref(s, rd.what);
             if (!ref) return ref.error();
             r.sets.push_back(*ref);
+        }
+        if (auto pods = j.find("pods"); pods != j.end() && !pods->is_null()) {
+            if (!pods->is_array())
+                return field_error(rd.what, "pods", "a list of {namespace, name}");
+            for (const auto& p : *pods) {
+                auto ref = object_ref(p, rd.what);
+                if (!ref) return ref.error();
+                r.pods.push_back(*ref);
+            }
         }
         return Request{std::move(r)};
     }
@@ -241,7 +253,14 @@ json to_json(const StatefulSetsAnswer& a) {
                         {"ordinalsStart", s.ordinals_start},
                         {"replicas", s.replicas}});
     }
-    return {{"sets", sets}};
+    json pods = json::array();
+    for (const auto& p : a.pods) {
+        pods.push_back({{"namespace", p.namespace_},
+                        {"name", p.name},
+                        {"exists", p.exists},
+                        {"nodeName", p.node_name}});
+    }
+    return {{"sets", sets}, {"pods", pods}};
 }
 
 json to_json(const TokenAnswer& a) {
@@ -328,6 +347,25 @@ Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text) {
         one.ordinals_start = *start;
         one.replicas = *replicas;
         a.sets.push_back(std::move(one));
+    }
+    auto pods = j->find("pods");
+    if (pods != j->end() && !pods->is_null()) {
+        if (!pods->is_array()) {
+            return unparsed(field_error("read-statefulsets answer", "pods", "a list"));
+        }
+        for (const auto& p : *pods) {
+            if (!p.is_object()) {
+                return unparsed(field_error("read-statefulsets answer", "pods", "a list"));
+            }
+            const Reader rd{p, "read-statefulsets answer's pod"};
+            auto ref = object_ref(p, rd.what);
+            auto exists = rd.flag("exists");
+            auto node = rd.text("nodeName", false);
+            if (!ref) return unparsed(ref.error());
+            if (!exists) return unparsed(exists.error());
+            if (!node) return unparsed(node.error());
+            a.pods.push_back({ref->namespace_, ref->name, *exists, *node});
+        }
     }
     return a;
 }

@@ -6,7 +6,8 @@
 //   {"version": 2, "op": "read-pod", "kubeconfig": "/etc/cni/net.d/shmipam.d/kubeconfig",
 //    "budgetMs": 2000, "namespace": "default", "name": "web-0"}
 //   {"version": 2, "op": "read-statefulsets", "kubeconfig": "...", "budgetMs": 2000,
-//    "sets": [{"namespace": "default", "name": "web"}]}
+//    "sets": [{"namespace": "default", "name": "web"}],
+//    "pods": [{"namespace": "default", "name": "web-0"}]}
 //   {"version": 2, "op": "request-token", "kubeconfig": "...", "budgetMs": 10000,
 //    "namespace": "kube-system", "serviceAccount": "shmipam", "expirationSeconds": 86400}
 // (the last for shmipamctl kubeconfig: kube/token_request.h)
@@ -57,10 +58,13 @@ struct ReadPod {
 struct ObjectRef {
     std::string namespace_, name;
 };
-// GET /apis/apps/v1/namespaces/NS/statefulsets/NAME for each set (not found is an answer).
+// GET /apis/apps/v1/namespaces/NS/statefulsets/NAME for each set, then
+// GET /api/v1/namespaces/NS/pods/NAME for each pod (not found is an answer): whether a set
+// still wants its pods, and where those pods run now.
 struct ReadStatefulSets {
     Api api;
     std::vector<ObjectRef> sets;
+    std::vector<ObjectRef> pods;
 };
 
 // POST /api/v1/namespaces/NS/serviceaccounts/NAME/token (TokenRequest).
@@ -100,8 +104,15 @@ struct StatefulSetAnswer {
     int64_t ordinals_start = 0;  // spec.ordinals.start (0 when absent)
     int64_t replicas = 1;        // spec.replicas (1 when absent, as the API defaults it)
 };
+// Where a StatefulSet's pod is now.
+struct PodPlacement {
+    std::string namespace_, name;
+    bool exists = false;
+    std::string node_name;  // spec.nodeName; "" while not scheduled
+};
 struct StatefulSetsAnswer {
     std::vector<StatefulSetAnswer> sets;  // one per asked set, in the order asked
+    std::vector<PodPlacement> pods;       // one per asked pod, in the order asked
 };
 
 // The token TokenRequest issued.

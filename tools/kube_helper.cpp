@@ -61,8 +61,8 @@ int read_pod(const protocol::ReadPod& r) {
     return answer(protocol::to_json(*pod));
 }
 
-// One GET per set, in the order asked, over one connection; a set that is not there is an
-// answer (exists: false), not an error.
+// One GET per set, then one per pod, in the order asked, over one connection; a set or a pod
+// that is not there is an answer (exists: false), not an error.
 int read_statefulsets(const protocol::ReadStatefulSets& r) {
     auto client = client_for(r.api);
     if (!client) return fail(client.error());
@@ -82,6 +82,20 @@ int read_statefulsets(const protocol::ReadStatefulSets& r) {
                                             "GET " + (*client)->url(res.path()));
         if (!set) return fail(set.error());
         out.sets.push_back(std::move(*set));
+    }
+    for (const auto& p : r.pods) {
+        const kube::Resource res = kube::pod_resource(p.namespace_, p.name);
+        auto obj = (*client)->get_object(res);
+        if (!obj) return fail(obj.error());
+        protocol::PodPlacement where{p.namespace_, p.name, false, ""};
+        if (*obj) {
+            auto pod =
+                kube::decode_pod(**obj, p.namespace_, p.name, "GET " + (*client)->url(res.path()));
+            if (!pod) return fail(pod.error());
+            where.exists = true;
+            where.node_name = pod->node_name;
+        }
+        out.pods.push_back(std::move(where));
     }
     return answer(protocol::to_json(out));
 }

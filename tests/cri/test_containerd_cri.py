@@ -76,6 +76,11 @@ ANNOTATIONS_CAPABILITY = "io.kubernetes.cri.pod-annotations"
 # the budget (the API server down refuses at once), and a TLS exchange with the stand-in, in this
 # process beside containerd and its sandboxes on a loaded machine, must not fail for it.
 API_BUDGET_MS = 10000
+# PodFactsFromApi's node, and how often its StatefulSet claims are rechecked; a recheck runs in
+# the background after an answer and is waited for this long.
+NODE = "node-a"
+RECHECK_S = 1
+RECHECK_WAIT_S = 60
 
 
 def require_root():
@@ -129,7 +134,7 @@ class Network:
     """One case's network: conflist, bridge, subnet, runDir and dataDir; in pool mode its
     poolsDir."""
 
-    def __init__(self, rt, mode, index, case, kubernetes=None):
+    def __init__(self, rt, mode, index, case, kubernetes=None, ipam_extra=None):
         self.rt = rt
         self.mode = mode
         self.dir = f"{rt.dir}/cases/{index:02d}-{case}"
@@ -150,6 +155,7 @@ class Network:
             self.write_pools()
         if kubernetes:
             ipam["kubernetes"] = kubernetes
+        ipam.update(ipam_extra or {})
         self.ipam = ipam
         self.conflist = {
             "cniVersion": "1.0.0",
@@ -285,13 +291,17 @@ class CriSuite(unittest.TestCase):
         """The ipam config's `kubernetes` for the case's network (none here)."""
         return None
 
+    def ipam_extra(self):
+        """More of the case's network's ipam config (none here)."""
+        return None
+
     def setUp(self):
         CriSuite.cases += 1
         self.own = getattr(getattr(self, self._testMethodName), "own_containerd", False)
         if self.own:
             self.rt = self.start_containerd(f"{self.mode}-own")
         self.net = Network(self.rt, self.mode, CriSuite.cases, self._testMethodName[5:30],
-                           self.kubernetes())
+                           self.kubernetes(), self.ipam_extra())
 
     def tearDown(self):
         try:
@@ -585,7 +595,12 @@ class PodFactsFromApi(CriSuite):
     def kubernetes(self):
         return {"kubeconfig": self.kubeconfig, "helper": KUBE_HELPER, "budgetMs": API_BUDGET_MS}
 
-    def put_pod(self, name, uid, labels=None, annotations=None, controller=None):
+    def ipam_extra(self):
+        # The Node's name, as the DaemonSet's install writes it (the moved-pod check compares
+        # it with a pod's spec.nodeName); StatefulSet rechecks every second.
+        return {"nodeName": NODE, "statefulSetRecheckS": RECHECK_S}
+
+    def put_pod(self, name, uid, labels=None, annotations=None, controller=None, node_name=None):
         owners = None
         if controller:
             kind, owner = controller
@@ -593,7 +608,7 @@ class PodFactsFromApi(CriSuite):
             owners = [{"apiVersion": api_version, "kind": kind, "name": owner,
                        "uid": str(uuid.uuid4()), "controller": True}]
         kube_api_standin.put_object(self.api_root, kube_api_standin.pod_object(
-            "default", name, uid, labels, annotations, owners))
+            "default", name, uid, labels, annotations, owners, node_name))
 
     def put_statefulset(self, name, replicas):
         kube_api_standin.put_object(self.api_root, kube_api_standin.statefulset_object(
@@ -648,6 +663,25 @@ class PodFactsFromApi(CriSuite):
         self.stop_and_remove(sandbox)
         self.assertEqual(self.claims(), {})
         self.assert_nothing_in_use_and_clean()
+
+    def test_a_statefulset_pod_that_moved_to_another_node_frees_its_address_here(self):
+        self.put_statefulset("db", 3)
+        uid = str(uuid.uuid4())
+        self.put_pod("db-1", uid, controller=("StatefulSet", "db"), node_name=NODE)
+        first = self.run_pod("db-1", uid=uid)
+        self.address(first)
+        self.stop_and_remove(first)
+        self.assertIn("sts:default/db-1/eth0", self.claims(), "the pod is still on this node")
+        # Drained: its StatefulSet re-creates it, and the scheduler puts it on another node.
+        self.put_pod("db-1", str(uuid.uuid4()), controller=("StatefulSet", "db"),
+                     node_name="node-b")
+        time.sleep(RECHECK_S + 0.5)
+        # Any answer of the node's after the period starts the recheck.
+        self.run_known_pod("keeper-7f9c-abcde", controller=("ReplicaSet", "keeper-7f9c"))
+        deadline = time.monotonic() + RECHECK_WAIT_S
+        while self.claims() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(self.claims(), {}, "freed within one recheck")
 
     def test_a_deployments_pod_asking_for_a_static_ip_is_refused_naming_its_controller(self):
         with self.assertRaises(grpc.RpcError) as refused:

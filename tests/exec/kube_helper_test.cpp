@@ -360,10 +360,13 @@ TEST_F(KubeHelper, ARequestOfAnotherVersionOrAnUnknownOpIsRefusedWithCode1AndAsk
     api.put_pod("default", "web-0", "u");
     json req = json::parse(
         protocol::encode(protocol::ReadPod{with(api.kubeconfig()), "default", "web-0"}));
-    req["version"] = 2;
-    auto v2 = helper(req.dump());
-    EXPECT_EQ(code_of(v2), 1) << v2.out;
-    req["version"] = 1;
+    req["version"] = protocol::kVersion + 1;
+    auto next = helper(req.dump());
+    EXPECT_EQ(code_of(next), 1) << next.out;
+    req["version"] = protocol::kVersion - 1;
+    auto previous = helper(req.dump());
+    EXPECT_EQ(code_of(previous), 1) << previous.out;
+    req["version"] = protocol::kVersion;
     req["op"] = "delete-pod";
     auto unknown = helper(req.dump());
     EXPECT_EQ(code_of(unknown), 1) << unknown.out;

@@ -435,6 +435,57 @@ TEST_F(PodFacts, AFailedRecheckIsRecordedLoggedAndExportedAndTheNextSuccessShows
         << after.out;
 }
 
+// Local pool mode: a StatefulSet pod that moved to another node (a drain, a node failure) took
+// an address there; this node's idle claim is freed by the next check once the API server has
+// the pod scheduled on another node. Never for a pod not scheduled yet, never on an error.
+TEST_F(PodFacts, AStatefulSetPodThatMovedToAnotherNodeHasItsClaimHereFreedByTheNextCheck) {
+    write_pools(kPlainPools);
+    json cfg = config();  // nodeName node-a
+    cfg["ipam"]["statefulSetRecheckS"] = 1;
+    api.put_statefulset("default", "web", 3, std::nullopt);
+    api.put_pod("default", "web-1", "uid-1", {}, {}, {controller("StatefulSet", "web")}, "node-a");
+    ASSERT_EQ(add("c1", "web-1", "uid-1", cfg).exit_code, 0);
+    del("c1", "web-1", "uid-1", cfg);  // the pod still on this node (terminating): kept
+    ASSERT_EQ(claims().size(), 1u);
+    const auto walk = [&](const std::string& cid) {
+        ::sleep(2);  // past statefulSetRecheckS
+        const size_t before = calls_to(kSets);
+        EXPECT_EQ(add(cid, "other-5d4f7-" + cid, "uid-" + cid, cfg).exit_code, 0);
+        EXPECT_TRUE(wait_until([&] { return calls_to(kSets) > before; })) << "no walk";
+        // The walk's child frees after its answer: wait for it to finish with the state.
+        wait_until([&] { return claims().empty(); }, std::chrono::seconds(3));
+    };
+    // Re-created by its StatefulSet, not scheduled yet: kept.
+    api.put_pod("default", "web-1", "uid-2", {}, {}, {controller("StatefulSet", "web")}, "");
+    walk("c2");
+    EXPECT_EQ(claims().size(), 1u) << "a pod with no node yet may come back here";
+    // Scheduled on node-b, but the API answers 503 for pods: kept.
+    api.put_pod("default", "web-1", "uid-2", {}, {}, {controller("StatefulSet", "web")}, "node-b");
+    api.force_status(503, kPods);
+    walk("c3");
+    EXPECT_EQ(claims().size(), 1u) << "never on an error";
+    api.clear_faults();
+    walk("c4");
+    EXPECT_TRUE(claims().empty()) << "the pod runs on node-b: its address there, not here";
+}
+
+// Without the Node's name in the config (no ipam.nodeName, no node-name file), the host name is
+// no proof of where a pod is: nothing is freed for having moved.
+TEST_F(PodFacts, WithoutTheNodesNameFromTheConfigNoClaimIsFreedForHavingMoved) {
+    write_pools(kPlainPools);
+    json cfg = config();
+    cfg["ipam"].erase("nodeName");
+    cfg["ipam"]["nodeNameFile"] = dir.sub("no-such-nodename");
+    cfg["ipam"]["statefulSetRecheckS"] = 1;
+    api.put_statefulset("default", "web", 3, std::nullopt);
+    api.put_pod("default", "web-1", "uid-1", {}, {}, {controller("StatefulSet", "web")}, "node-a");
+    ASSERT_EQ(add("c1", "web-1", "uid-1", cfg).exit_code, 0);
+    api.put_pod("default", "web-1", "uid-2", {}, {}, {controller("StatefulSet", "web")}, "node-b");
+    del("c1", "web-1", "uid-1", cfg);
+    EXPECT_EQ(claims().size(), 1u);
+    EXPECT_EQ(calls_to(kPods), 1u) << "the ADD's read only: no pod read for the move";
+}
+
 // A claim key longer than the 72 bytes a claim entry keeps reads back truncated: the DEL finds
 // the pod's claim by the fingerprint of the key it builds, and frees it all the same.
 TEST_F(PodFacts, AClaimWithAKeyLongerThanItsEntryIsStillFreedAtTheDel) {
