@@ -14,5 +14,9 @@ while IFS= read -r -d '' script; do
               "$script" || status=1 ;;
     *.sh) bash -n "$script" || status=1 ;;
     esac
-done < <(git ls-files -z -- '*.py' '*.sh')
+done < <(if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z -- '*.py' '*.sh'
+else  # a tree without its git metadata (an exported source tarball)
+    find . -path ./build -prune -o -type f \( -name '*.py' -o -name '*.sh' \) -print0
+fi)
 exit "$status"
