@@ -610,9 +610,17 @@ class PodFactsFromApi(CriSuite):
         kube_api_standin.put_object(self.api_root, kube_api_standin.pod_object(
             "default", name, uid, labels, annotations, owners, node_name))
 
-    def put_statefulset(self, name, replicas):
+    def put_statefulset(self, name, replicas, deleting=False):
         kube_api_standin.put_object(self.api_root, kube_api_standin.statefulset_object(
-            "default", name, replicas))
+            "default", name, replicas, deleting=deleting))
+
+    def requests(self):
+        """The stand-in's request log: (method, path) of each request, in order."""
+        try:
+            with open(f"{self.api_root}/_requests.log") as f:
+                return [tuple(line.split()[:2]) for line in f if line.strip()]
+        except OSError:
+            return []
 
     def run_known_pod(self, name, labels=None, annotations=None, controller=None):
         """A pod the API server knows, run as the kubelet runs it (the same labels)."""
@@ -682,6 +690,37 @@ class PodFactsFromApi(CriSuite):
         while self.claims() and time.monotonic() < deadline:
             time.sleep(0.2)
         self.assertEqual(self.claims(), {}, "freed within one recheck")
+
+    def test_a_deleted_or_deleting_statefulset_frees_its_pods_address_at_the_del(self):
+        self.put_statefulset("cache", 3)
+        going = self.run_known_pod("cache-0", controller=("StatefulSet", "cache"))
+        gone = self.run_known_pod("cache-1", controller=("StatefulSet", "cache"))
+        self.assertEqual(len(self.claims()), 2)
+        # `kubectl delete statefulset cache`: first being deleted (deletionTimestamp set, the
+        # pods deleted by the garbage collector), then gone.
+        self.put_statefulset("cache", 3, deleting=True)
+        self.stop_and_remove(going)
+        self.assertNotIn("sts:default/cache-0/eth0", self.claims())
+        kube_api_standin.remove_object(self.api_root, "apps/v1", "statefulsets", "default",
+                                       "cache")
+        self.stop_and_remove(gone)
+        self.assertEqual(self.claims(), {})
+        self.assert_nothing_in_use_and_clean()
+
+    def test_the_api_requests_each_pod_costs(self):
+        """docs/kubernetes.md's table, through the runtime: what the call's annotations
+        decide is not asked; what they leave open is asked once."""
+        start = len(self.requests())
+        # An ippool annotation naming a pool without podAffinity: the pool is decided.
+        self.run_pod("web-6c8d9-qwert", annotations={IPPOOL: '{"ipv4": ["annotated"]}'})
+        self.assertEqual(self.requests()[start:], [], "nothing left to ask")
+        # No annotation: db-pool, a cluster default with podAffinity, needs the labels.
+        self.run_known_pod("web-7f9c-zxcvb", controller=("ReplicaSet", "web-7f9c"))
+        asked = self.requests()[start:]
+        self.assertEqual(asked, [("GET", "/api/v1/namespaces/default/pods/web-7f9c-zxcvb")])
+        # A StatefulSet member's name opted out, its pool decided: nothing.
+        self.run_pod("db-4", annotations={IPPOOL: '{"ipv4": ["annotated"]}', STATIC_IP: "false"})
+        self.assertEqual(self.requests()[start:], asked)
 
     def test_a_deployments_pod_asking_for_a_static_ip_is_refused_naming_its_controller(self):
         with self.assertRaises(grpc.RpcError) as refused:
