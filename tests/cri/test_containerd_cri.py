@@ -722,6 +722,38 @@ class PodFactsFromApi(CriSuite):
         self.run_pod("db-4", annotations={IPPOOL: '{"ipv4": ["annotated"]}', STATIC_IP: "false"})
         self.assertEqual(self.requests()[start:], asked)
 
+    def set_control(self, rule):
+        """The stand-in's fault rule (None: none), as KubeStandin.set_delay writes it."""
+        path = f"{self.api_root}/_control.json"
+        if rule is None:
+            if os.path.exists(path):
+                os.unlink(path)
+            return
+        with open(path + ".tmp", "w") as f:
+            json.dump(rule, f)
+        os.rename(path + ".tmp", path)
+
+    def test_a_slow_api_fails_the_sandbox_with_11_and_the_retry_succeeds(self):
+        # As in the API-down case: the bridge keeps a pod's port through the failed ADD.
+        self.run_known_pod("keeper-7f9c-qwert", controller=("ReplicaSet", "keeper-7f9c"))
+        uid = str(uuid.uuid4())
+        self.put_pod("db-7f9c-slowa", uid, {"app": "db"}, controller=("ReplicaSet", "db-7f9c"))
+        # The API server answers the pod after the helper's whole budget.
+        self.set_control({"delay_ms": API_BUDGET_MS + 2000,
+                          "prefix": "/api/v1/namespaces/default/pods/db-7f9c-slowa"})
+        try:
+            with self.assertRaises(grpc.RpcError) as failed:
+                self.run_pod("db-7f9c-slowa", labels={"app": "db"}, uid=uid)
+        finally:
+            self.set_control(None)
+        answer = [c for c in self.net.calls() if c.command == "ADD"][-1].answer()
+        self.assertEqual(answer["code"], 11, answer)
+        self.assertIn(f"budget of {API_BUDGET_MS} ms", answer["msg"])
+        self.assertIn(answer["msg"], failed.exception.details())
+        self.assertEqual(len(self.net.held()), 1, "the failed ADD holds nothing")
+        sandbox = self.run_pod("db-7f9c-slowa", labels={"app": "db"}, uid=uid)
+        self.assertEqual(self.net.pool_of(self.address(sandbox)), "db-pool")
+
     def test_a_deployments_pod_asking_for_a_static_ip_is_refused_naming_its_controller(self):
         with self.assertRaises(grpc.RpcError) as refused:
             self.run_known_pod("web-5d8f7c9b6-x2kqp", annotations={STATIC_IP: "true"},
