@@ -754,6 +754,81 @@ class PodFactsFromApi(CriSuite):
         sandbox = self.run_pod("db-7f9c-slowa", labels={"app": "db"}, uid=uid)
         self.assertEqual(self.net.pool_of(self.address(sandbox)), "db-pool")
 
+    def test_containerd_killed_while_helpers_read_statefulset_pods(self):
+        """containerd SIGKILLed while the plugins it started wait on the API for StatefulSet
+        pods (the StatefulSet default makes each ADD read its pod): the plugins run to their
+        end; after the restart and the kubelet's cleanup every address is held once, by its
+        pod's claim, nothing is in use or stuck, and each pod run again gets its own back."""
+        # A pod that stays: Debian's bridge plugin cannot add to a bridge whose last port went
+        # (see the API-down case).
+        self.run_known_pod("keeper-7f9c-asdfg", controller=("ReplicaSet", "keeper-7f9c"))
+        self.put_statefulset("web", 4)
+        uids = [str(uuid.uuid4()) for _ in range(4)]
+        for i in range(4):
+            self.put_pod(f"web-{i}", uids[i], controller=("StatefulSet", "web"))
+        # The API answers these pods slowly: the helpers are in flight when containerd dies.
+        self.set_control({"delay_ms": 2000, "prefix": "/api/v1/namespaces/default/pods/web-"})
+        outcome = {}
+        client = self.rt.client
+
+        def run(i):
+            try:
+                outcome[i] = self.run_pod(f"web-{i}", uid=uids[i])
+            except grpc.RpcError as e:
+                outcome[i] = e.code()
+
+        def calls_started():
+            return sum(f.endswith(".env") for f in os.listdir(self.net.rec_dir))
+
+        before = calls_started()  # the keeper's
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        # SIGKILL once every ADD has reached the plugin: each is then waiting on the API.
+        deadline = time.monotonic() + 60
+        while calls_started() < before + 4:
+            self.assertLess(time.monotonic(), deadline, "the ADDs did not reach the plugin")
+            time.sleep(0.002)
+        self.rt.kill()
+        for t in threads:
+            t.join(timeout=120)
+        client.close()
+        self.rt.wait_plugins_done()  # the plugins, and their helpers, run to their end
+        self.set_control(None)
+        self.rt.start()
+        # The kubelet's cleanup of the StatefulSet's sandboxes (it deleted the pods meanwhile).
+        keeper = None
+        for s in self.rt.client.list_pod_sandbox():
+            if not s.metadata.name.startswith("web-"):
+                keeper = s.id
+                continue
+            self.rt.client.stop_pod_sandbox(s.id)
+            self.rt.client.remove_pod_sandbox(s.id)
+        self.rt.wait_plugins_done()
+        self.assertIsNotNone(keeper, "the keeper's sandbox survives containerd's restart")
+        held = self.net.held()
+        del held[keeper]
+        adds = {c.container for c in self.net.calls() if c.command == "ADD"}
+        print(f"\n  killed containerd with helpers in flight: {len(adds) - 1} StatefulSet ADDs "
+              f"reached the plugin, {len(held)} claims held after the cleanup", file=sys.stderr)
+        self.assertEqual(len(held), 4, "each ADD ran to its end and made its pod's claim")
+        addresses = [a for got in held.values() for a in got]
+        self.assertEqual(len(addresses), len(set(addresses)), f"an address held twice: {held}")
+        self.assertTrue(all(k.startswith("sts:default/web-") for k in held),
+                        f"held by something but a pod's claim: {held}")
+        self.assertEqual(self.net.in_use(), 1 + len(held),
+                         f"the keeper's address and the claims' alone: {self.net.states()}")
+        for state, (rc, out) in self.net.verify().items():
+            self.assertEqual(rc, 0, f"verify {state}: {out}")
+        # The StatefulSet runs them again (new uids): each gets its claim's address.
+        for i in range(4):
+            again = self.run_known_pod(f"web-{i}", controller=("StatefulSet", "web"))
+            claimed = held.get(f"sts:default/web-{i}/eth0")
+            if claimed:
+                self.assertEqual(self.address(again), claimed[0], f"web-{i}")
+
+    test_containerd_killed_while_helpers_read_statefulset_pods.own_containerd = True
+
     def test_a_deployments_pod_asking_for_a_static_ip_is_refused_naming_its_controller(self):
         with self.assertRaises(grpc.RpcError) as refused:
             self.run_known_pod("web-5d8f7c9b6-x2kqp", annotations={STATIC_IP: "true"},
