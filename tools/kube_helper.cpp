@@ -39,6 +39,13 @@ int answer(const json& a) {
 Expected<std::unique_ptr<kube::ApiClient>> client_for(const protocol::Api& api) {
     auto cfg = kube::read_kubeconfig(api.kubeconfig);
     if (!cfg) return cfg.error();
+    // Said on every run, on stderr (the plugin's: the runtime's log), as it is allowed.
+    if (!cfg->verify_tls) {
+        std::cerr << "shmipam-kube: warning: kubeconfig " << api.kubeconfig
+                  << " sets insecure-skip-tls-verify: the API server's certificate is not "
+                     "verified, so whoever can reach this node's traffic can answer as the API "
+                     "server; give its certificate-authority instead\n";
+    }
     return std::make_unique<kube::ApiClient>(std::move(*cfg),
                                              std::chrono::milliseconds(api.budget_ms));
 }

@@ -100,6 +100,33 @@ TEST_F(KubeHelper, ReadPodAnswersItsUidLabelsAnnotationsOwnersAndNode) {
     EXPECT_EQ(reqs[0].status, 200);
 }
 
+// insecure-skip-tls-verify is allowed, as kubectl allows it, and warned about on every run
+// (the helper's stderr is the plugin's: the runtime logs it).
+TEST_F(KubeHelper, AnInsecureKubeconfigWorksAndIsWarnedAboutOnEveryRun) {
+    api.put_pod("default", "web-0", "uid-1");
+    const std::string insecure = api.dir().sub("insecure-kubeconfig");
+    write_file(insecure,
+               "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n"
+               "- name: c\n  context: {cluster: s, user: u}\nclusters:\n- name: s\n"
+               "  cluster:\n    server: " +
+                   api.server() +
+                   "\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n"
+                   "  user:\n    token: " +
+                   api.token() + "\n");
+    for (int run = 0; run < 2; ++run) {
+        auto r = read_pod("default", "web-0", insecure);
+        ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+        EXPECT_NE(r.err.find("warning: kubeconfig " + insecure +
+                             " sets insecure-skip-tls-verify: the API server's certificate is "
+                             "not verified"),
+                  std::string::npos)
+            << r.err;
+    }
+    // A verified kubeconfig says nothing.
+    auto verified = read_pod("default", "web-0");
+    EXPECT_EQ(verified.err, "");
+}
+
 TEST_F(KubeHelper, APodWithoutLabelsOwnersOrNodeAnswersThemEmpty) {
     api.put_pod("default", "bare", "uid-bare");
     auto r = read_pod("default", "bare");
