@@ -88,11 +88,29 @@ Resource statefulset_resource(const std::string& ns, const std::string& name) {
     return Resource{"apps", "v1", "statefulsets", ns, name};
 }
 
+// The host and port of a server URL ("https://HOST[:PORT][/...]", HOST an IPv6 address in
+// brackets), the port defaulting to the scheme's.
+std::pair<std::string, std::string> host_and_port(const std::string& server) {
+    const size_t scheme = server.find("://");
+    std::string rest = scheme == std::string::npos ? server : server.substr(scheme + 3);
+    rest = rest.substr(0, rest.find('/'));
+    std::string host = rest, port = server.starts_with("http://") ? "80" : "443";
+    const size_t colon = rest.rfind(':');
+    const size_t bracket = rest.rfind(']');
+    if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
+        host = rest.substr(0, colon);
+        port = rest.substr(colon + 1);
+    }
+    return {host, port};
+}
+
 struct ApiClient::Impl {
     CURL* curl = nullptr;
     curl_slist* headers = nullptr;
+    curl_slist* connect_to = nullptr;
     char error[CURL_ERROR_SIZE] = {};
     ~Impl() {
+        curl_slist_free_all(connect_to);
         curl_slist_free_all(headers);
         if (curl != nullptr) curl_easy_cleanup(curl);
     }
@@ -137,6 +155,20 @@ ApiClient::ApiClient(Kubeconfig cfg, std::chrono::milliseconds budget)
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    // tls-server-name: the request names that host (so TLS sends it as SNI and checks the
+    // certificate against it), and CONNECT_TO sends the connection to the server's own host.
+    if (!cfg_.tls_server_name.empty()) {
+        const auto [host, port] = host_and_port(cfg_.server);
+        impl_->connect_to = curl_slist_append(
+            impl_->connect_to,
+            (cfg_.tls_server_name + ":" + port + ":" + host + ":" + port).c_str());
+        curl_easy_setopt(c, CURLOPT_CONNECT_TO, impl_->connect_to);
+        const size_t scheme = cfg_.server.find("://") + 3;
+        request_base_ = cfg_.server.substr(0, scheme) + cfg_.tls_server_name + ":" + port +
+                        cfg_.server.substr(cfg_.server.find('/', scheme) == std::string::npos
+                                               ? cfg_.server.size()
+                                               : cfg_.server.find('/', scheme));
+    }
     if (!cfg_.client_cert_pem.empty()) {
         set_blob(c, CURLOPT_SSLCERT_BLOB, cfg_.client_cert_pem);
         curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
@@ -171,7 +203,8 @@ Expected<Response> ApiClient::send(const char* method, const std::string& path,
     CURL* c = impl_->curl;
     Body body;
     impl_->error[0] = '\0';
-    curl_easy_setopt(c, CURLOPT_URL, target.c_str());
+    const std::string requested = (request_base_.empty() ? cfg_.server : request_base_) + path;
+    curl_easy_setopt(c, CURLOPT_URL, requested.c_str());
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
     if (body_out != nullptr) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body_out->c_str());

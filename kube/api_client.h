@@ -66,6 +66,9 @@ class ApiClient {
     Expected<Response> send(const char* method, const std::string& path, const std::string* body);
     struct Impl;
     Kubeconfig cfg_;
+    // The URL requests go to when it is not cfg_.server (tls-server-name); messages name
+    // cfg_.server's.
+    std::string request_base_;
     std::chrono::milliseconds budget_;
     std::chrono::steady_clock::time_point deadline_;
     std::unique_ptr<Impl> impl_;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -92,7 +93,8 @@ struct Resolver {
         const std::string full = resolve(*file);
         auto bytes = read_bounded(full);
         if (!bytes) {
-            return bad(where + "'s " + field + " " + full + " cannot be read: " + bytes.error().msg);
+            return bad(where + "'s " + field + " " + full +
+                       " cannot be read: " + bytes.error().msg);
         }
         return std::optional<std::string>(std::move(*bytes));
     }
@@ -137,9 +139,18 @@ struct Resolver {
         // The helper reaches the API server directly, never through a proxy (kube/api_client.h
         // says why): a kubeconfig that asks for one is refused rather than silently not obeyed.
         if (!proxy->empty()) {
-            return bad(where + " sets proxy-url, which shmipam-kube does not use: reach the API "
-                               "server directly");
+            return bad(where +
+                       " sets proxy-url, which shmipam-kube does not use: reach the API "
+                       "server directly");
         }
+        auto sni = text(c, "tls-server-name", where);
+        if (!sni) return sni.error();
+        for (char ch : *sni) {
+            const bool ok = std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ||
+                            ch == '.' || ch == ':' || ch == '[' || ch == ']';
+            if (!ok) return bad(where + "'s tls-server-name \"" + *sni + "\" is not a host name");
+        }
+        out.tls_server_name = *sni;
         auto ca = data_or_file(c, "certificate-authority", where);
         if (!ca) return ca.error();
         out.ca_pem = std::move(*ca);
@@ -169,7 +180,8 @@ struct Resolver {
             const std::string full = resolve(*token_file);
             auto bytes = read_bounded(full);
             if (!bytes) {
-                return bad(where + "'s tokenFile " + full + " cannot be read: " + bytes.error().msg);
+                return bad(where + "'s tokenFile " + full +
+                           " cannot be read: " + bytes.error().msg);
             }
             out.token = trimmed(*bytes);
             if (out.token.empty()) return bad(where + "'s tokenFile " + full + " is empty");

@@ -15,7 +15,7 @@
 namespace shmipam::kube {
 
 struct Kubeconfig {
-    std::string path;  // the file read: every message names it
+    std::string path;                    // the file read: every message names it
     std::string context, cluster, user;  // the names its current context resolved to
     std::string server;                  // clusters[].cluster.server, without a trailing '/'
     // certificate-authority-data, else the file certificate-authority names (relative to the
@@ -23,6 +23,9 @@ struct Kubeconfig {
     // system's CAs.
     std::optional<std::string> ca_pem;
     bool verify_tls = true;  // false: insecure-skip-tls-verify
+    // clusters[].cluster.tls-server-name: the name the server's certificate is checked
+    // against (and sent as SNI) instead of the server URL's host; "" for that host.
+    std::string tls_server_name;
     // users[].user: a bearer token (tokenFile's content, trimmed, else token), and/or a client
     // certificate and its key (the *-data fields, else the files they name).
     std::string token;

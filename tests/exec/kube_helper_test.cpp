@@ -127,6 +127,36 @@ TEST_F(KubeHelper, AnInsecureKubeconfigWorksAndIsWarnedAboutOnEveryRun) {
     EXPECT_EQ(verified.err, "");
 }
 
+// tls-server-name: the server reached at one name ("localhost", which the stand-in's
+// certificate does not name) and its certificate checked against another (one it names).
+TEST_F(KubeHelper, ATlsServerNameIsWhatTheCertificateIsCheckedAgainst) {
+    api.put_pod("default", "web-0", "uid-1");
+    const auto kubeconfig = [&](const std::string& sni) {
+        const std::string path = api.dir().sub("kubeconfig-sni-" + std::to_string(sni.size()));
+        write_file(path,
+                   "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n"
+                   "- name: c\n  context: {cluster: s, user: u}\nclusters:\n- name: s\n"
+                   "  cluster:\n    server: https://localhost:" +
+                       std::to_string(api.port()) +
+                       "\n    certificate-authority: " + api.ca_file() + "\n" +
+                       (sni.empty() ? "" : "    tls-server-name: " + sni + "\n") +
+                       "users:\n- name: u\n  user:\n    token: " + api.token() + "\n");
+        return path;
+    };
+    auto unnamed = read_pod("default", "web-0", kubeconfig(""));
+    EXPECT_EQ(code_of(unnamed), 7) << unnamed.out;
+    EXPECT_NE(msg_of(unnamed).find("TLS failed"), std::string::npos) << unnamed.out;
+    auto named = read_pod("default", "web-0", kubeconfig(KubeStandin::kHostName));
+    ASSERT_EQ(named.exit_code, 0) << named.out << named.err;
+    EXPECT_EQ(protocol::pod_answer(named.out)->uid, "uid-1");
+    // Messages still name the server the kubeconfig gives.
+    api.force_status(503);
+    auto failed = read_pod("default", "web-0", kubeconfig(KubeStandin::kHostName));
+    EXPECT_NE(msg_of(failed).find("https://localhost:" + std::to_string(api.port())),
+              std::string::npos)
+        << failed.out;
+}
+
 TEST_F(KubeHelper, APodWithoutLabelsOwnersOrNodeAnswersThemEmpty) {
     api.put_pod("default", "bare", "uid-bare");
     auto r = read_pod("default", "bare");

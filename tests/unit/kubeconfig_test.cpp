@@ -15,9 +15,9 @@ using testing::TempDir;
 using testing::write_file;
 
 // "PEM" in base64, standing for a certificate's data field.
-constexpr const char* kCaData = "Q0EgUEVN";          // "CA PEM"
-constexpr const char* kCertData = "Q0VSVCBQRU0=";    // "CERT PEM"
-constexpr const char* kKeyData = "S0VZIFBFTQ==";     // "KEY PEM"
+constexpr const char* kCaData = "Q0EgUEVN";        // "CA PEM"
+constexpr const char* kCertData = "Q0VSVCBQRU0=";  // "CERT PEM"
+constexpr const char* kKeyData = "S0VZIFBFTQ==";   // "KEY PEM"
 
 std::string config(const std::string& cluster, const std::string& user,
                    const std::string& current = "current-context: ctx\n") {
@@ -91,9 +91,11 @@ TEST(Kubeconfig, FilesAreReadRelativeToTheKubeconfigsDirectory) {
     write_file(dir.sub("kc"), config("    server: https://k:6443\n"
                                      "    certificate-authority: pki/ca.crt\n",
                                      "    client-certificate: pki/client.crt\n"
-                                     "    client-key: " + dir.sub("pki/client.key") + "\n"
-                                     "    tokenFile: token\n"
-                                     "    token: ignored-for-the-file\n"));
+                                     "    client-key: " +
+                                         dir.sub("pki/client.key") +
+                                         "\n"
+                                         "    tokenFile: token\n"
+                                         "    token: ignored-for-the-file\n"));
     auto k = read_kubeconfig(dir.sub("kc"));
     ASSERT_TRUE(k) << k.error().msg;
     EXPECT_EQ(*k->ca_pem, "CA FROM FILE");
@@ -116,8 +118,9 @@ TEST(Kubeconfig, DataFieldsWinOverFiles) {
 }
 
 TEST(Kubeconfig, AContextWithoutAUserIsAnonymous) {
-    auto k = parse("current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n"
-                   "clusters:\n- name: c\n  cluster: {server: 'https://k'}\n");
+    auto k = parse(
+        "current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n"
+        "clusters:\n- name: c\n  cluster: {server: 'https://k'}\n");
     ASSERT_TRUE(k) << k.error().msg;
     EXPECT_TRUE(k->token.empty());
     EXPECT_TRUE(k->client_cert_pem.empty());
@@ -141,22 +144,28 @@ TEST(Kubeconfig, WhatCannotBeUsedIsRefusedNamingTheFileAndWhatIsWrong) {
     expect_refused(parse(config("    server: 6443\n", token)), "server is not a string");
     expect_refused(parse(config(server + "    certificate-authority-data: Q0E*\n", token)),
                    "cluster \"c1\"'s certificate-authority-data is not base64");
-    expect_refused(parse(config(server, "    client-certificate-data: Q0E\n"
-                                        "    client-key-data: Q0E=\n")),
+    expect_refused(parse(config(server,
+                                "    client-certificate-data: Q0E\n"
+                                "    client-key-data: Q0E=\n")),
                    "user \"u1\"'s client-certificate-data is not base64");
-    expect_refused(parse(config(server + "    certificate-authority: /nonexistent/ca.crt\n",
-                                token)),
-                   "certificate-authority /nonexistent/ca.crt cannot be read");
+    expect_refused(
+        parse(config(server + "    certificate-authority: /nonexistent/ca.crt\n", token)),
+        "certificate-authority /nonexistent/ca.crt cannot be read");
     expect_refused(parse(config(server, "    tokenFile: /nonexistent/token\n")),
                    "tokenFile /nonexistent/token cannot be read");
-    expect_refused(parse(config(server, std::string("    client-certificate-data: ") +
-                                            kCertData + "\n")),
-                   "client-certificate without its client-key");
+    expect_refused(
+        parse(config(server, std::string("    client-certificate-data: ") + kCertData + "\n")),
+        "client-certificate without its client-key");
     expect_refused(parse(config(server, "    exec: {command: aws}\n")), "authenticates by exec");
     expect_refused(parse(config(server + "    proxy-url: http://proxy:3128\n", token)),
                    "proxy-url");
     expect_refused(parse(config(server + "    insecure-skip-tls-verify: yes-please\n", token)),
                    "insecure-skip-tls-verify is not true or false");
+    expect_refused(parse(config(server + "    tls-server-name: \"api internal\"\n", token)),
+                   "tls-server-name \"api internal\" is not a host name");
+    auto sni = parse(config(server + "    tls-server-name: api.internal\n", token));
+    ASSERT_TRUE(sni) << sni.error().msg;
+    EXPECT_EQ(sni->tls_server_name, "api.internal");
     expect_refused(parse(config(server + "    insecure-skip-tls-verify: true\n" +
                                     "    certificate-authority-data: " + kCaData + "\n",
                                 token)),
@@ -174,14 +183,16 @@ TEST(Kubeconfig, WhatCannotBeUsedIsRefusedNamingTheFileAndWhatIsWrong) {
 TEST(Kubeconfig, CredentialsOverPlainHttpAreRefused) {
     const std::string plain = "    server: http://k:8080\n";
     expect_refused(parse(config(plain, "    token: t\n")), "would travel in clear");
-    auto anonymous = parse("current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n"
-                           "clusters:\n- name: c\n  cluster: {server: 'http://k:8080'}\n");
+    auto anonymous = parse(
+        "current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n"
+        "clusters:\n- name: c\n  cluster: {server: 'http://k:8080'}\n");
     EXPECT_TRUE(anonymous) << anonymous.error().msg;
 }
 
 TEST(Kubeconfig, TheUserNotInUsersIsRefused) {
-    auto k = parse("current-context: a\ncontexts:\n- name: a\n  context: {cluster: c, user: x}\n"
-                   "clusters:\n- name: c\n  cluster: {server: 'https://k'}\nusers: []\n");
+    auto k = parse(
+        "current-context: a\ncontexts:\n- name: a\n  context: {cluster: c, user: x}\n"
+        "clusters:\n- name: c\n  cluster: {server: 'https://k'}\nusers: []\n");
     expect_refused(k, "user \"x\" (of context \"a\") is not in its users");
 }
 
