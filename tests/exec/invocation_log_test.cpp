@@ -4,6 +4,7 @@
 // without a torn, interleaved or lost line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -145,20 +146,28 @@ TEST_F(InvocationLog, ConcurrentPluginsRotatingOneFileNeverTearInterleaveOrLoseA
     }
     for (auto& c : second) ASSERT_EQ(c->wait().exit_code, 0);
     std::map<std::string, int> per_container;
-    size_t files = 0, total = 0;
+    size_t files = 0, total = 0, longest_line = 0;
+    std::map<std::string, size_t> sizes;
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
         const std::string name = e.path().filename().string();
         if (name.rfind("busy.log", 0) != 0 || name == "busy.log.lock") continue;
         ++files;
-        EXPECT_LE(e.file_size(), 12u * 1024 + 400) << name << ": rotated late";
+        sizes[name] = e.file_size();
         for (const auto& l : lines_of(e.path().string())) {
             ++total;
+            longest_line = std::max(longest_line, l.size() + 1);
             ASSERT_TRUE(std::regex_match(l, kLine)) << name << ": " << l;
             std::smatch m;
             const std::regex cmd_container(R"( cmd=([A-Z]+) container=(\S+) )");
             ASSERT_TRUE(std::regex_search(l, m, cmd_container));
             ++per_container[m[1].str() + " " + m[2].str()];
         }
+    }
+    // Rotated by size: a file outgrows 12 KB only by the lines of writers that opened it
+    // before it was renamed away and wrote after (each finishes in the file it opened, so that
+    // no line is lost); on a loaded machine that can be every concurrent writer of a round.
+    for (const auto& [name, size] : sizes) {
+        EXPECT_LE(size, 12u * 1024 + size_t(kPods) * longest_line) << name << ": rotated late";
     }
     EXPECT_GE(files, 4u) << "the log was rotated";
     EXPECT_EQ(total, size_t(2 * kPods));
