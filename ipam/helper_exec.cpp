@@ -83,9 +83,7 @@ HelperLaunch helper_launch(const std::string& path) {
 std::string helper_beside_plugin(const std::string& name) {
     char self[PATH_MAX] = {};
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    std::string dir = n > 0 ? std::string(self, size_t(n)) : std::string();
-    dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
-    return dir + "/" + name;
+    return directory_of(n > 0 ? std::string(self, size_t(n)) : std::string()) + "/" + name;
 }
 
 std::string helper_path(const ClusterMode& cm) {

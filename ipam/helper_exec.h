@@ -10,7 +10,7 @@
 
 namespace shmipam::ipam {
 
-// The file `name` in the running plugin's directory.
+// The file `name` in the running binary's directory (the plugin's, or shmipamctl's).
 std::string helper_beside_plugin(const std::string& name);
 // shmipam-cluster beside the running plugin, unless the config names one.
 std::string helper_path(const ClusterMode& cm);

@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -220,12 +219,7 @@ std::pair<std::string, std::string> split_out(const std::string& out) {
 }
 
 std::string helper_of(const KubeconfigOptions& o) {
-    if (!o.helper.empty()) return o.helper;
-    char self[PATH_MAX] = {};
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    const std::string path = n > 0 ? std::string(self, size_t(n)) : std::string();
-    return path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/')) +
-           "/shmipam-kube";
+    return o.helper.empty() ? ipam::helper_beside_plugin("shmipam-kube") : o.helper;
 }
 
 std::string utc(int64_t unix) {
