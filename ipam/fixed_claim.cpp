@@ -59,7 +59,8 @@ Expected<std::optional<engine::ClaimSpec>> fixed_claim_of(const Request& r) {
     auto who = pools::sticky_identity(facts, rules);
     if (!who) return who.error();
     if (!*who) return std::optional<engine::ClaimSpec>{};
-    auto policy = pools::claim_policy(facts, (*who)->by_default);
+    auto policy =
+        pools::claim_policy(facts, pools::owner_default_applies(**who, r.kubernetes.has_value()));
     if (!policy) return policy.error();
     engine::ClaimSpec spec{(*who)->key(), keep_idle_of(*policy)};
     return std::optional<engine::ClaimSpec>{std::move(spec)};

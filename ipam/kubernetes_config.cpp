@@ -16,8 +16,8 @@ Expected<uint64_t> positive(const json& obj, const char* key, const std::string&
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return def;
     if (!it->is_number_unsigned() || it->get<uint64_t>() == 0 || it->get<uint64_t>() > max) {
-        return make_error(Code::kInvalidConfig, field + " must be a whole number from 1 to " +
-                                                    std::to_string(max));
+        return make_error(Code::kInvalidConfig,
+                          field + " must be a whole number from 1 to " + std::to_string(max));
     }
     return it->get<uint64_t>();
 }
@@ -59,8 +59,13 @@ Expected<std::optional<KubernetesApi>> parse_kubernetes(const json& ipam) {
                            kube::protocol::kDefaultBudgetMs, kMaxBudgetMs);
     if (!budget) return budget.error();
     api.budget_ms = *budget;
-    auto by_default = boolean(ipam, "statefulSetFixedIPByDefault",
-                              "ipam.statefulSetFixedIPByDefault", true);
+    auto connect = positive(*it, "connectTimeoutMs", "ipam.kubernetes.connectTimeoutMs",
+                            kube::protocol::kDefaultConnectTimeoutMs, kMaxBudgetMs);
+    if (!connect) return connect.error();
+    // A connection has at most the whole budget, whatever is written.
+    api.connect_timeout_ms = std::min(*connect, api.budget_ms);
+    auto by_default =
+        boolean(ipam, "statefulSetFixedIPByDefault", "ipam.statefulSetFixedIPByDefault", true);
     if (!by_default) return by_default.error();
     api.statefulset_default = *by_default;
     auto recheck = positive(ipam, "statefulSetRecheckS", "ipam.statefulSetRecheckS",

@@ -37,34 +37,44 @@ std::string marker_path(const Request& r) {
     return r.network.run_dir + "/" + kRecheckMarker;
 }
 
-// One claim kept while its set wants its pod, found idle in opened[state].
+// One claim kept while its owner wants it, found idle in opened[state]: a StatefulSet pod's
+// (`member`: its set and ordinal) or a KubeVirt VM's (no member: while the VM exists).
 struct OwnedClaim {
     size_t state = 0;
     engine::Fingerprint fp;
     pools::StickyIdentity id;
-    pools::SetMember member;
+    std::optional<pools::SetMember> member;
 };
 
 using SetKey = std::pair<std::string, std::string>;  // namespace, set
 
-// What the API server says of `claims` now: their sets, and, when asked, where their pods run.
+// What the API server says of `claims` now: their sets, and, when asked, where their pods run;
+// their VMs.
 struct OwnersNow {
     std::map<SetKey, pools::SetState> sets;
     std::map<SetKey, protocol::PodPlacement> pods;  // (namespace, pod)
+    std::map<SetKey, protocol::VmAnswer> vms;       // (namespace, VM)
 };
 
-// Reads the sets of `claims`, and with `with_pods` their pods too, or says why it could not.
+// Reads the sets of `claims`, and with `with_pods` their pods too, and their VMs, in one helper
+// run, or says why it could not.
 Expected<OwnersNow> read_owners(const KubernetesApi& api, const std::vector<OwnedClaim>& claims,
                                 bool with_pods) {
-    protocol::ReadStatefulSets ask{{api.kubeconfig, api.budget_ms}, {}, {}};
-    std::set<SetKey> asked;
+    protocol::ReadStatefulSets ask{api.api(), {}, {}, {}};
+    std::set<SetKey> asked, asked_vms;  // a VM's claims of several interfaces ask once
     for (const OwnedClaim& c : claims) {
-        const SetKey k{c.id.namespace_, c.member.set};
+        if (!c.member) {
+            if (asked_vms.insert({c.id.namespace_, c.id.name}).second) {
+                ask.vms.push_back({c.id.namespace_, c.id.name});
+            }
+            continue;
+        }
+        const SetKey k{c.id.namespace_, c.member->set};
         if (asked.insert(k).second) ask.sets.push_back({k.first, k.second});
         if (with_pods) ask.pods.push_back({c.id.namespace_, c.id.name});
     }
     OwnersNow out;
-    if (ask.sets.empty()) return out;
+    if (ask.sets.empty() && ask.vms.empty()) return out;
     auto text =
         run_helper(kube_helper_path(api), protocol::encode(ask), -1, "ipam.kubernetes.helper");
     auto answer = text ? protocol::statefulsets_answer(*text)
@@ -75,6 +85,7 @@ Expected<OwnersNow> read_owners(const KubernetesApi& api, const std::vector<Owne
             pools::SetState{s.exists, s.deleting, s.ordinals_start, s.replicas};
     }
     for (const auto& p : answer->pods) out.pods[{p.namespace_, p.name}] = p;
+    for (const auto& v : answer->vms) out.vms[{v.namespace_, v.name}] = v;
     return out;
 }
 
@@ -90,9 +101,10 @@ std::string node_for_moved_pods(const Request& r) {
 }
 
 // Whether the claim's pod runs on another node now: the API server has it, scheduled, on a
-// node that is not `node` (never for an unscheduled pod, nor without a node name).
+// node that is not `node` (never for an unscheduled pod, nor without a node name; never for a
+// VM's claim, whose launcher pods have names of their own).
 bool moved_away(const OwnersNow& now, const OwnedClaim& c, const std::string& node) {
-    if (node.empty()) return false;
+    if (node.empty() || !c.member) return false;
     auto p = now.pods.find({c.id.namespace_, c.id.name});
     return p != now.pods.end() && p->second.exists && !p->second.node_name.empty() &&
            p->second.node_name != node;
@@ -115,10 +127,17 @@ RecheckOutcome release_unwanted(const Request& r, std::vector<OpenState>& opened
     }
     std::map<size_t, size_t> released;  // state -> claims freed
     for (const OwnedClaim& c : claims) {
-        auto set = now->sets.find({c.id.namespace_, c.member.set});
-        if (set == now->sets.end()) continue;
-        if (pools::statefulset_wants(set->second, c.member.ordinal) && !moved_away(*now, c, node))
-            continue;
+        if (c.member) {
+            auto set = now->sets.find({c.id.namespace_, c.member->set});
+            if (set == now->sets.end()) continue;
+            if (pools::statefulset_wants(set->second, c.member->ordinal) &&
+                !moved_away(*now, c, node)) {
+                continue;
+            }
+        } else {
+            auto vm = now->vms.find({c.id.namespace_, c.id.name});
+            if (vm == now->vms.end() || (vm->second.exists && !vm->second.deleting)) continue;
+        }
         auto gone = opened[c.state].allocator().release_claims(
             [&](const engine::ClaimView& v) { return v.fp == c.fp; }, /*in_use_too=*/false,
             /*dry_run=*/false);
@@ -140,10 +159,11 @@ void report(const Request& r, const RecheckOutcome& outcome) {
     const Error e = make_error(
         Code::kTryAgainLater,
         std::string(outcome.walk ? "the StatefulSet recheck" : "the DEL's StatefulSet check") +
-            " could not read the sets of " + std::to_string(outcome.claims_kept_on_error) +
+            " could not read the owners (StatefulSets, VMs) of " +
+            std::to_string(outcome.claims_kept_on_error) +
             " idle fixed claim(s), kept until the next check: " + *outcome.error);
     std::fprintf(stderr, "shmipam: %s\n", e.msg.c_str());
-    if (r.log_background_failure) r.log_background_failure(e);
+    if (r.log_aside) r.log_aside("RECHECK", e);
 }
 
 // The idle claims of opened[state] kept while their set wants the pod: the one of `only`
@@ -168,7 +188,10 @@ void collect(std::vector<OpenState>& opened, size_t state,
             id = pools::identity_of_key(v.key);
             if (!id || !(engine::fingerprint(v.key, id->ifname) == v.fp)) continue;
         }
-        if (id->kind != pools::StickyKind::kStatefulSet) continue;
+        if (id->kind == pools::StickyKind::kKubeVirt) {
+            out.push_back({state, v.fp, *id, std::nullopt});
+            continue;
+        }
         auto member = pools::statefulset_member(id->name);
         if (!member) continue;
         out.push_back({state, v.fp, *id, *member});
@@ -227,9 +250,18 @@ void walk(const Request& r) {
 
 void release_unwanted_after_del(const Request& r, std::vector<OpenState>& opened,
                                 AddressSource& source) {
-    if (!r.kubernetes || !pools::statefulset_member(r.pod.name)) return;
-    const pools::StickyIdentity own{pools::StickyKind::kStatefulSet, r.pod.namespace_, r.pod.name,
+    if (!r.kubernetes) return;
+    // The DEL reads no pod: the claim its name could have (a StatefulSet pod's, or the VM's a
+    // launcher pod's name tells), found by that key's fingerprint or not at all.
+    std::optional<pools::StickyIdentity> own;
+    if (pools::statefulset_member(r.pod.name)) {
+        own = pools::StickyIdentity{pools::StickyKind::kStatefulSet, r.pod.namespace_, r.pod.name,
                                     r.key.ifname};
+    } else if (auto vm = pools::launcher_vm_name(r.pod.name)) {
+        own = pools::StickyIdentity{pools::StickyKind::kKubeVirt, r.pod.namespace_, *vm,
+                                    r.key.ifname};
+    }
+    if (!own) return;
     std::vector<OwnedClaim> claims;
     for (size_t i = 0; i < opened.size(); ++i) collect(opened, i, own, claims);
     if (claims.empty()) return;

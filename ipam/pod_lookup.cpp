@@ -76,8 +76,7 @@ bool needs_pod_from_api(const Request& r, const pools::Catalog* catalog) {
 
 Expected<Request> with_pod_from_api(const Request& r) {
     namespace protocol = kube::protocol;
-    const protocol::ReadPod ask{
-        {r.kubernetes->kubeconfig, r.kubernetes->budget_ms}, r.pod.namespace_, r.pod.name};
+    const protocol::ReadPod ask{r.kubernetes->api(), r.pod.namespace_, r.pod.name};
     auto out = run_helper(kube_helper_path(*r.kubernetes), protocol::encode(ask), -1,
                           "ipam.kubernetes.helper");
     if (!out) return out.error();

@@ -6,9 +6,12 @@
 //      serve; in a pool, rounds of attempts over the source's places, making room between
 //      rounds; a family that cannot be served undoes the families before it;
 //   4. a fixed claim the pod has in another pool state is released (its pool changed).
+// And the ADD the API server's absence leaves: binding the pod's exact-name claim this node holds
+// (pool_bind_held_claim).
 #include <memory>
 #include <set>
 
+#include "engine/addr/fingerprint.h"
 #include "engine/state/config_display.h"
 #include "ipam/fixed_claim.h"
 #include "ipam/open_states.h"
@@ -408,6 +411,56 @@ Expected<AddResult> pool_add(const Request& r, const pools::Catalog& catalog, Ad
     AddResult out = pool_result(r, catalog, add.answered, sel.clean_gateway, sel.annotation_routes);
     keep_states(upkeep, opened);
     return out;
+}
+
+Expected<std::optional<HeldClaimBound>> pool_bind_held_claim(const Request& r,
+                                                             const pools::Catalog& catalog,
+                                                             AddressSource& source,
+                                                             Upkeep& upkeep) {
+    const pools::StickyIdentity who{pools::StickyKind::kStatefulSet, r.pod.namespace_, r.pod.name,
+                                    r.key.ifname};
+    const std::string key = who.key();
+    const engine::Fingerprint fp = engine::fingerprint(key, r.key.ifname);
+    std::vector<OpenState> opened;
+    // A state that cannot be opened holds nothing this can bind; the others are looked at.
+    (void)open_every_state(r, catalog, opened);
+    engine::AddRequest request{
+        r.key, {}, {r.pod.namespace_, r.pod.name}, network_tag(r.network.name)};
+    std::vector<Answered> answered;
+    std::vector<size_t> holding;
+    HeldClaimBound bound;
+    for (size_t i = 0; i < opened.size(); ++i) {
+        const std::string pool = object_name_of_state(opened[i].name);
+        // A claim whose address another node may have been given meanwhile (a pool of fixed
+        // addresses across nodes) is bound only with the cluster store's word, never offline.
+        if (source.fixed_across_nodes(pool)) continue;
+        for (const engine::ClaimView& v : opened[i].allocator().claims()) {
+            if (!(v.fp == fp) || v.use == engine::ClaimView::Use::kExpiring) continue;
+            engine::AddRequest req = request;
+            req.claim = engine::ClaimSpec{key, v.keep_idle};
+            auto added = opened[i].allocator().add(req);
+            if (!added) {
+                for (size_t at : holding) (void)opened[at].allocator().del(r.key);
+                return added.error();
+            }
+            // Bound where the source no longer serves (a block taken from the node): let go,
+            // as a repeated ADD lets such holdings go.
+            if (!source.still_serves(pool, added->addresses)) {
+                if (auto st = opened[i].allocator().del(r.key); !st) return st.error();
+                break;
+            }
+            holding.push_back(i);
+            for (const auto& a : added->addresses) answered.push_back({opened[i].name, a});
+            bound.pools.push_back(pool);
+            break;
+        }
+    }
+    if (holding.empty()) return std::optional<HeldClaimBound>{};
+    const pools::Selection sel = pools::select_pools(catalog, pod_facts(r), r.pools->config);
+    bound.claim = who.display();
+    bound.result = pool_result(r, catalog, answered, sel.clean_gateway, sel.annotation_routes);
+    keep_states(upkeep, opened);
+    return std::optional<HeldClaimBound>{std::move(bound)};
 }
 
 }  // namespace shmipam::ipam

@@ -44,9 +44,11 @@ struct Request {
     nlohmann::json prev_result;  // CHECK: the result it compares with (ipam/prev_result.h)
     // GC: the attachments still valid (cni.dev/valid-attachments).
     std::optional<std::vector<engine::AttachmentKey>> valid_attachments;
-    // Set by the glue when the invocation log is on: writes a failure of work that is not the
-    // command's own (the StatefulSet recheck, which never fails the command) to the log.
-    std::function<void(const Error&)> log_background_failure;
+    // Set by the glue when the invocation log is on: writes a line of its own to the log, with
+    // `command` in place of the command's name: a failure of work that is not the command's own
+    // ("RECHECK": the StatefulSet recheck, which never fails the command), or an error the
+    // command answered without ("ADD-OFFLINE": a claim bound while the API server was away).
+    std::function<void(const std::string& command, const Error&)> log_aside;
 };
 
 // One address of an ADD's result.

@@ -2,7 +2,11 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "kube/api_status.h"
+#include "kube/pod_protocol.h"
 
 namespace shmipam::kube {
 
@@ -16,6 +20,36 @@ namespace {
 constexpr size_t kMaxBodyBytes = 4 << 20;
 // Kubernetes names (DNS subdomains: pods; DNS labels: namespaces) are at most this long.
 constexpr size_t kMaxNameBytes = 253;
+// A request is sent at most twice: a second refusal or reset is the server's state rather than
+// a moment of it, and the runtime retries the whole ADD itself.
+constexpr int kAttempts = 2;
+// The pause before sending again after a refused or reset connection: an API server restarting
+// or a load balancer taking a dead backend out answers again within a fraction of a second,
+// and a pause keeps two refusals from coming within the same moment.
+constexpr auto kPauseAfterRefusal = std::chrono::milliseconds(100);
+
+// A failure of the connection itself, before any answer: the server refused it (a restart), or
+// reset or closed it before answering (a load balancer's backend going away).
+bool refused_or_reset(CURLcode rc) {
+    return rc == CURLE_COULDNT_CONNECT || rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR ||
+           rc == CURLE_GOT_NOTHING;
+}
+
+// The delay-seconds form of a Retry-After header ("120"); nullopt for none or its HTTP-date
+// form, which no API server sends (it writes seconds: its priority and fairness filter, and
+// 5xx from an apiserver that is starting).
+std::optional<uint64_t> retry_after_seconds(CURL* c) {
+    curl_header* h = nullptr;
+    if (curl_easy_header(c, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK) {
+        return std::nullopt;
+    }
+    const std::string value = h->value;
+    if (value.empty() || value.size() > 9 ||
+        value.find_first_not_of("0123456789") != std::string::npos) {
+        return std::nullopt;
+    }
+    return std::stoull(value);
+}
 
 struct Body {
     std::string text;
@@ -64,6 +98,22 @@ bool tls_misconfiguration(CURLcode rc) {
     }
 }
 
+// 11 for an API server that gave no usable answer (protocol::kApiUnavailableDetails).
+Error unavailable(const std::string& msg) {
+    return Error{Code::kTryAgainLater, msg, protocol::kApiUnavailableDetails};
+}
+
+// What a message about a 429 or 5xx adds: that it came again on the retry, or why there was
+// none (its Retry-After is past the budget); "" for an answer that asked for no retry.
+std::string retried(const Response& r) {
+    if (r.attempts > 1) return " (sent " + std::to_string(r.attempts) + " times)";
+    if (r.retry_after_s) {
+        return " (its Retry-After of " + std::to_string(*r.retry_after_s) +
+               " s is past what is left of the budget)";
+    }
+    return "";
+}
+
 void set_blob(CURL* c, CURLoption option, const std::string& bytes) {
     curl_blob blob{const_cast<char*>(bytes.data()), bytes.size(), CURL_BLOB_COPY};
     curl_easy_setopt(c, option, &blob);
@@ -86,6 +136,10 @@ Resource pod_resource(const std::string& ns, const std::string& name) {
 
 Resource statefulset_resource(const std::string& ns, const std::string& name) {
     return Resource{"apps", "v1", "statefulsets", ns, name};
+}
+
+Resource virtualmachine_resource(const std::string& ns, const std::string& name) {
+    return Resource{"kubevirt.io", "v1", "virtualmachines", ns, name};
 }
 
 // The host and port of a server URL ("https://HOST[:PORT][/...]", HOST an IPv6 address in
@@ -116,9 +170,11 @@ struct ApiClient::Impl {
     }
 };
 
-ApiClient::ApiClient(Kubeconfig cfg, std::chrono::milliseconds budget)
+ApiClient::ApiClient(Kubeconfig cfg, std::chrono::milliseconds budget,
+                     std::chrono::milliseconds connect_timeout)
     : cfg_(std::move(cfg)),
       budget_(budget),
+      connect_timeout_(connect_timeout),
       deadline_(Clock::now() + budget),
       impl_(std::make_unique<Impl>()) {
     // One client per process (the helper's run): the global init is done here, once.
@@ -138,13 +194,13 @@ ApiClient::ApiClient(Kubeconfig cfg, std::chrono::milliseconds budget)
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
-    // No proxy, whatever the environment says: the helper inherits the container runtime's
-    // environment through the plugin, where HTTPS_PROXY is often set for image pulls (and its
-    // NO_PROXY written for Go, whose CIDR entries this libcurl reads otherwise). The API server
-    // is reached directly, as the kubelet on the node reaches it; a kubeconfig's proxy-url is
-    // refused (kube/kubeconfig.cpp).
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    // The kubeconfig's proxy-url, else none, whatever the environment says: the helper inherits
+    // the container runtime's environment through the plugin, where HTTPS_PROXY is often set
+    // for image pulls (and its NO_PROXY written for Go, whose CIDR entries this libcurl reads
+    // otherwise). Without proxy-url the API server is reached directly, as the kubelet on the
+    // node reaches it.
+    curl_easy_setopt(c, CURLOPT_PROXY, cfg_.proxy_url.c_str());
+    curl_easy_setopt(c, CURLOPT_NOPROXY, cfg_.proxy_url.empty() ? "*" : "");
     if (cfg_.ca_pem) {
         set_blob(c, CURLOPT_CAINFO_BLOB, *cfg_.ca_pem);
         // The kubeconfig's CA alone, as kubectl trusts it: not the system's CAs beside it.
@@ -187,19 +243,45 @@ Expected<Response> ApiClient::post(const std::string& path, const std::string& b
     return send("POST", path, &body);
 }
 
+// One attempt's outcome, and whether (and after how long) the request may be sent again.
+struct ApiClient::Attempt {
+    Expected<Response> answer;
+    std::optional<std::chrono::milliseconds> again_after;
+};
+
 Expected<Response> ApiClient::send(const char* method, const std::string& path,
                                    const std::string* body_out) {
+    for (int attempt = 1;; ++attempt) {
+        Attempt a = send_once(method, path, body_out);
+        if (!a.again_after || attempt == kAttempts) {
+            if (attempt > 1 && !a.answer) {
+                Error e = a.answer.error();
+                e.msg += " (sent " + std::to_string(attempt) + " times)";
+                return e;
+            }
+            if (a.answer) a.answer->attempts = attempt;
+            return std::move(a.answer);
+        }
+        std::this_thread::sleep_for(*a.again_after);
+    }
+}
+
+ApiClient::Attempt ApiClient::send_once(const char* method, const std::string& path,
+                                        const std::string* body_out) {
     const std::string target = url(path);
     const std::string get = std::string(method) + " " + target + ": ";
-    if (impl_->curl == nullptr) return make_error(Code::kInternal, get + "cannot start libcurl");
+    if (impl_->curl == nullptr) {
+        return {make_error(Code::kInternal, get + "cannot start libcurl"), std::nullopt};
+    }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
     // A timeout of 0 would mean none at all.
     if (left < 1) {
-        return make_error(
-            Code::kTryAgainLater,
-            get + "the budget of " + std::to_string(budget_.count()) + " ms was spent before it");
+        return {unavailable(get + "the budget of " + std::to_string(budget_.count()) +
+                            " ms was spent before it"),
+                std::nullopt};
     }
+    const long connect_limit = std::min<long>(left, long(connect_timeout_.count()));
     CURL* c = impl_->curl;
     Body body;
     impl_->error[0] = '\0';
@@ -213,44 +295,84 @@ Expected<Response> ApiClient::send(const char* method, const std::string& path,
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     }
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(left));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(left));
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_limit);
+    const auto started = Clock::now();
     const CURLcode rc = curl_easy_perform(c);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+    // What is left of the budget for a second attempt after a pause of `pause`: none when the
+    // pause alone would spend it.
+    auto again_after =
+        [&](std::chrono::milliseconds pause) -> std::optional<std::chrono::milliseconds> {
+        if (deadline_ - Clock::now() <= pause) return std::nullopt;
+        return pause;
+    };
     if (rc != CURLE_OK) {
         const std::string why =
             std::string(curl_easy_strerror(rc)) +
             (impl_->error[0] != '\0' ? std::string(" (") + impl_->error + ")" : "");
         if (body.too_large) {
-            return make_error(Code::kInternal, get + "the answer is larger than " +
-                                                   std::to_string(kMaxBodyBytes) +
-                                                   " bytes, which no Kubernetes object is");
+            return {make_error(Code::kInternal, get + "the answer is larger than " +
+                                                    std::to_string(kMaxBodyBytes) +
+                                                    " bytes, which no Kubernetes object is"),
+                    std::nullopt};
         }
         if (tls_misconfiguration(rc)) {
             const bool ours = rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_ENGINE_NOTFOUND ||
                               rc == CURLE_SSL_ENGINE_SETFAILED || rc == CURLE_SSL_ENGINE_INITFAILED;
-            return make_error(
-                Code::kInvalidConfig,
-                get + "TLS failed: " + why + " (kubeconfig " + cfg_.path + ": " +
-                    (ours ? "user \"" + cfg_.user + "\"'s client-certificate and client-key"
-                          : "cluster \"" + cfg_.cluster +
-                                "\"'s certificate-authority does not verify the server's "
-                                "certificate for " +
-                                cfg_.server) +
-                    ")");
+            return {make_error(
+                        Code::kInvalidConfig,
+                        get + "TLS failed: " + why + " (kubeconfig " + cfg_.path + ": " +
+                            (ours ? "user \"" + cfg_.user + "\"'s client-certificate and client-key"
+                                  : "cluster \"" + cfg_.cluster +
+                                        "\"'s certificate-authority does not verify the "
+                                        "server's certificate for " +
+                                        cfg_.server) +
+                            ")"),
+                    std::nullopt};
         }
         if (rc == CURLE_OPERATION_TIMEDOUT) {
-            return make_error(Code::kTryAgainLater, get + "no answer within the budget of " +
-                                                        std::to_string(budget_.count()) +
-                                                        " ms: " + why);
+            // When the TCP and TLS handshakes completed (0: never, on this attempt's connection).
+            curl_off_t app_connect = 0;
+            curl_easy_getinfo(c, CURLINFO_APPCONNECT_TIME_T, &app_connect);
+            curl_off_t tcp_connect = 0;
+            curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &tcp_connect);
+            const bool https = requested.starts_with("https://");
+            const bool no_connection = tcp_connect == 0 || (https && app_connect == 0);
+            if (no_connection && connect_limit < left && took < left) {
+                return {unavailable(get + "no connection within the connect timeout of " +
+                                    std::to_string(connect_limit) + " ms: " + why),
+                        std::nullopt};
+            }
+            return {unavailable(get + "no answer within the budget of " +
+                                std::to_string(budget_.count()) + " ms: " + why),
+                    std::nullopt};
         }
         if (rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL) {
-            return make_error(Code::kInvalidConfig,
-                              get + why + " (kubeconfig " + cfg_.path + "'s server)");
+            return {make_error(Code::kInvalidConfig,
+                               get + why + " (kubeconfig " + cfg_.path + "'s server)"),
+                    std::nullopt};
         }
-        return make_error(Code::kTryAgainLater, get + "the API server is unreachable: " + why);
+        const std::string through = cfg_.proxy_url.empty()
+                                        ? ""
+                                        : " through the proxy " + cfg_.proxy_url + " (kubeconfig " +
+                                              cfg_.path + "'s proxy-url)";
+        return {unavailable(get + "the API server is unreachable" + through + ": " + why),
+                refused_or_reset(rc) ? again_after(kPauseAfterRefusal) : std::nullopt};
     }
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    return Response{status, std::move(body.text)};
+    Response answer;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &answer.status);
+    answer.body = std::move(body.text);
+    std::optional<std::chrono::milliseconds> again;
+    if (answer.status == 429 || answer.status >= 500) {
+        answer.retry_after_s = retry_after_seconds(c);
+        if (answer.retry_after_s) {
+            // A Retry-After of 0 still gets the pause a refusal gets.
+            again = again_after(std::max<std::chrono::milliseconds>(
+                std::chrono::seconds(*answer.retry_after_s), kPauseAfterRefusal));
+        }
+    }
+    return {std::move(answer), again};
 }
 
 Expected<std::optional<json>> ApiClient::get_object(const Resource& r) {
@@ -270,8 +392,7 @@ Expected<std::optional<json>> ApiClient::get_object(const Resource& r) {
             json j = json::parse(answer->body, nullptr, false);
             if (j.is_discarded() || !j.is_object()) {
                 // A proxy's or a load balancer's page in front of an API server that is away.
-                return make_error(Code::kTryAgainLater,
-                                  get + "the answer is not a JSON object: " + said);
+                return unavailable(get + "the answer is not a JSON object: " + said);
             }
             return std::optional<json>(std::move(j));
         }
@@ -296,10 +417,11 @@ Expected<std::optional<json>> ApiClient::get_object(const Resource& r) {
                                   " (is " + cfg_.server + " the API server?): " + said);
         }
         case 408:
+            return unavailable(get + said);
         case 429:
-            return make_error(Code::kTryAgainLater, get + said);
+            return unavailable(get + said + retried(*answer));
         default:
-            if (answer->status >= 500) return make_error(Code::kTryAgainLater, get + said);
+            if (answer->status >= 500) return unavailable(get + said + retried(*answer));
             return make_error(Code::kInternal,
                               get + "an answer the helper does not expect: " + said);
     }

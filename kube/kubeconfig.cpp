@@ -136,13 +136,13 @@ struct Resolver {
         while (out.server.size() > 1 && out.server.back() == '/') out.server.pop_back();
         auto proxy = text(c, "proxy-url", where);
         if (!proxy) return proxy.error();
-        // The helper reaches the API server directly, never through a proxy (kube/api_client.h
-        // says why): a kubeconfig that asks for one is refused rather than silently not obeyed.
-        if (!proxy->empty()) {
-            return bad(where +
-                       " sets proxy-url, which shmipam-kube does not use: reach the API "
-                       "server directly");
+        // client-go's schemes: an HTTP proxy (CONNECT for https servers), over TLS, or SOCKS5.
+        if (!proxy->empty() && !proxy->starts_with("http://") && !proxy->starts_with("https://") &&
+            !proxy->starts_with("socks5://")) {
+            return bad(where + "'s proxy-url \"" + *proxy +
+                       "\" is not an http://, https:// or socks5:// URL");
         }
+        out.proxy_url = *proxy;
         auto sni = text(c, "tls-server-name", where);
         if (!sni) return sni.error();
         for (char ch : *sni) {

@@ -26,6 +26,9 @@ struct Kubeconfig {
     // clusters[].cluster.tls-server-name: the name the server's certificate is checked
     // against (and sent as SNI) instead of the server URL's host; "" for that host.
     std::string tls_server_name;
+    // clusters[].cluster.proxy-url: the proxy requests go through (http://, https://,
+    // socks5://); "" for none: the environment's proxy variables are never read.
+    std::string proxy_url;
     // users[].user: a bearer token (tokenFile's content, trimmed, else token), and/or a client
     // certificate and its key (the *-data fields, else the files they name).
     std::string token;
@@ -34,7 +37,8 @@ struct Kubeconfig {
 
 // Reads and resolves the kubeconfig at `path`. Code 7 naming the file and what is wrong: it is
 // missing or unreadable, not YAML, has no current-context, its context, cluster or user is not
-// in it, its cluster has no server (or one not http(s)://), a *-data field is not base64, a file
+// in it, its cluster has no server (or one not http(s)://) or a proxy-url of another scheme than
+// client-go reads (http, https, socks5), a *-data field is not base64, a file
 // it names cannot be read, its user authenticates by a means the helper does not use (exec
 // plugin, auth provider, username and password). Never throws.
 Expected<Kubeconfig> read_kubeconfig(const std::string& path);

@@ -84,8 +84,9 @@ Expected<protocol::OwnerReference> owner_of(const json& o, const std::string& wh
     const Fields f{o, "metadata.ownerReferences[" + std::to_string(i) + "].", where};
     if (!o.is_object()) return f.bad("", "an object");
     protocol::OwnerReference ref;
-    for (auto [field, out] : {std::pair{"apiVersion", &ref.api_version}, std::pair{"kind", &ref.kind},
-                              std::pair{"name", &ref.name}, std::pair{"uid", &ref.uid}}) {
+    for (auto [field, out] :
+         {std::pair{"apiVersion", &ref.api_version}, std::pair{"kind", &ref.kind},
+          std::pair{"name", &ref.name}, std::pair{"uid", &ref.uid}}) {
         auto v = f.text(field);
         if (!v) return v.error();
         *out = std::move(*v);
@@ -102,7 +103,8 @@ Expected<protocol::OwnerReference> owner_of(const json& o, const std::string& wh
 
 Expected<protocol::PodAnswer> decode_pod(const json& pod, const std::string& ns,
                                          const std::string& name, const std::string& where) {
-    if (!pod.is_object()) return make_error(Code::kInternal, where + ": the answer is not an object");
+    if (!pod.is_object())
+        return make_error(Code::kInternal, where + ": the answer is not an object");
     auto meta = metadata_of(pod, "Pod", ns, name, where);
     if (!meta) return meta.error();
     protocol::PodAnswer a;
@@ -137,7 +139,8 @@ Expected<protocol::PodAnswer> decode_pod(const json& pod, const std::string& ns,
 Expected<protocol::StatefulSetAnswer> decode_statefulset(const json& set, const std::string& ns,
                                                          const std::string& name,
                                                          const std::string& where) {
-    if (!set.is_object()) return make_error(Code::kInternal, where + ": the answer is not an object");
+    if (!set.is_object())
+        return make_error(Code::kInternal, where + ": the answer is not an object");
     auto meta = metadata_of(set, "StatefulSet", ns, name, where);
     if (!meta) return meta.error();
     protocol::StatefulSetAnswer a;
@@ -157,6 +160,16 @@ Expected<protocol::StatefulSetAnswer> decode_statefulset(const json& set, const 
     if (!start) return start.error();
     a.ordinals_start = *start;
     return a;
+}
+
+Expected<protocol::VmAnswer> decode_vm(const json& vm, const std::string& ns,
+                                       const std::string& name, const std::string& where) {
+    if (!vm.is_object())
+        return make_error(Code::kInternal, where + ": the answer is not an object");
+    auto meta = metadata_of(vm, "VirtualMachine", ns, name, where);
+    if (!meta) return meta.error();
+    auto deletion = meta->j.find("deletionTimestamp");
+    return protocol::VmAnswer{ns, name, true, deletion != meta->j.end() && !deletion->is_null()};
 }
 
 }  // namespace shmipam::kube

@@ -26,4 +26,8 @@ Expected<protocol::StatefulSetAnswer> decode_statefulset(const nlohmann::json& s
                                                          const std::string& name,
                                                          const std::string& where);
 
+// A KubeVirt VirtualMachine named `name` in `ns` (exists: true), and whether it is being deleted.
+Expected<protocol::VmAnswer> decode_vm(const nlohmann::json& vm, const std::string& ns,
+                                       const std::string& name, const std::string& where);
+
 }  // namespace shmipam::kube

@@ -67,6 +67,13 @@ struct Reader {
             }
             a.budget_ms = it->get<uint64_t>();
         }
+        it = j.find("connectTimeoutMs");
+        if (it != j.end() && !it->is_null()) {
+            if (!it->is_number_unsigned() || it->get<uint64_t>() == 0) {
+                return field_error(what, "connectTimeoutMs", "a positive integer");
+            }
+            a.connect_timeout_ms = it->get<uint64_t>();
+        }
         return a;
     }
 };
@@ -74,6 +81,7 @@ struct Reader {
 void put_api(json& j, const Api& a) {
     j["kubeconfig"] = a.kubeconfig;
     j["budgetMs"] = a.budget_ms;
+    j["connectTimeoutMs"] = a.connect_timeout_ms;
 }
 
 json request_json(const ReadPod& r) {
@@ -93,6 +101,9 @@ json request_json(const ReadStatefulSets& r) {
     json pods = json::array();
     for (const auto& p : r.pods) pods.push_back({{"namespace", p.namespace_}, {"name", p.name}});
     j["pods"] = pods;
+    json vms = json::array();
+    for (const auto& v : r.vms) vms.push_back({{"namespace", v.namespace_}, {"name", v.name}});
+    j["vms"] = vms;
     return j;
 }
 
@@ -155,13 +166,14 @@ Expected<Request> decode_object(const json& j) {
             if (!ref) return ref.error();
             r.sets.push_back(*ref);
         }
-        if (auto pods = j.find("pods"); pods != j.end() && !pods->is_null()) {
-            if (!pods->is_array())
-                return field_error(rd.what, "pods", "a list of {namespace, name}");
-            for (const auto& p : *pods) {
+        for (auto [key, into] : {std::pair{"pods", &r.pods}, std::pair{"vms", &r.vms}}) {
+            auto list = j.find(key);
+            if (list == j.end() || list->is_null()) continue;
+            if (!list->is_array()) return field_error(rd.what, key, "a list of {namespace, name}");
+            for (const auto& p : *list) {
                 auto ref = object_ref(p, rd.what);
                 if (!ref) return ref.error();
-                r.pods.push_back(*ref);
+                into->push_back(*ref);
             }
         }
         return Request{std::move(r)};
@@ -260,7 +272,14 @@ json to_json(const StatefulSetsAnswer& a) {
                         {"exists", p.exists},
                         {"nodeName", p.node_name}});
     }
-    return {{"sets", sets}, {"pods", pods}};
+    json vms = json::array();
+    for (const auto& v : a.vms) {
+        vms.push_back({{"namespace", v.namespace_},
+                       {"name", v.name},
+                       {"exists", v.exists},
+                       {"deleting", v.deleting}});
+    }
+    return {{"sets", sets}, {"pods", pods}, {"vms", vms}};
 }
 
 json to_json(const TokenAnswer& a) {
@@ -348,25 +367,39 @@ Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text) {
         one.replicas = *replicas;
         a.sets.push_back(std::move(one));
     }
-    auto pods = j->find("pods");
-    if (pods != j->end() && !pods->is_null()) {
-        if (!pods->is_array()) {
-            return unparsed(field_error("read-statefulsets answer", "pods", "a list"));
+    // The optional lists "pods" and "vms": each item an object, read by `one`.
+    auto each = [&](const char* key, const char* what, auto one) -> Status {
+        auto list = j->find(key);
+        if (list == j->end() || list->is_null()) return Ok{};
+        if (!list->is_array()) return field_error("read-statefulsets answer", key, "a list");
+        for (const auto& item : *list) {
+            if (!item.is_object()) return field_error("read-statefulsets answer", key, "a list");
+            if (auto st = one(Reader{item, what}); !st) return st;
         }
-        for (const auto& p : *pods) {
-            if (!p.is_object()) {
-                return unparsed(field_error("read-statefulsets answer", "pods", "a list"));
-            }
-            const Reader rd{p, "read-statefulsets answer's pod"};
-            auto ref = object_ref(p, rd.what);
-            auto exists = rd.flag("exists");
-            auto node = rd.text("nodeName", false);
-            if (!ref) return unparsed(ref.error());
-            if (!exists) return unparsed(exists.error());
-            if (!node) return unparsed(node.error());
-            a.pods.push_back({ref->namespace_, ref->name, *exists, *node});
-        }
-    }
+        return Ok{};
+    };
+    auto pods = each("pods", "read-statefulsets answer's pod", [&](const Reader& rd) -> Status {
+        auto ref = object_ref(rd.j, rd.what);
+        auto exists = rd.flag("exists");
+        auto node = rd.text("nodeName", false);
+        if (!ref) return ref.error();
+        if (!exists) return exists.error();
+        if (!node) return node.error();
+        a.pods.push_back({ref->namespace_, ref->name, *exists, *node});
+        return Ok{};
+    });
+    if (!pods) return unparsed(pods.error());
+    auto vms = each("vms", "read-statefulsets answer's vm", [&](const Reader& rd) -> Status {
+        auto ref = object_ref(rd.j, rd.what);
+        auto exists = rd.flag("exists");
+        auto deleting = rd.flag("deleting");
+        if (!ref) return ref.error();
+        if (!exists) return exists.error();
+        if (!deleting) return deleting.error();
+        a.vms.push_back({ref->namespace_, ref->name, *exists, *deleting});
+        return Ok{};
+    });
+    if (!vms) return unparsed(vms.error());
     return a;
 }
 

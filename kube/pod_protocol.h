@@ -4,10 +4,11 @@
 // kubeconfig (Calico's convention) and answers on its stdout. The plugin links no HTTPS client.
 //
 //   {"version": 2, "op": "read-pod", "kubeconfig": "/etc/cni/net.d/shmipam.d/kubeconfig",
-//    "budgetMs": 2000, "namespace": "default", "name": "web-0"}
+//    "budgetMs": 2000, "connectTimeoutMs": 1000, "namespace": "default", "name": "web-0"}
 //   {"version": 2, "op": "read-statefulsets", "kubeconfig": "...", "budgetMs": 2000,
 //    "sets": [{"namespace": "default", "name": "web"}],
-//    "pods": [{"namespace": "default", "name": "web-0"}]}
+//    "pods": [{"namespace": "default", "name": "web-0"}],
+//    "vms": [{"namespace": "default", "name": "vm1"}]}
 //   {"version": 2, "op": "request-token", "kubeconfig": "...", "budgetMs": 10000,
 //    "namespace": "kube-system", "serviceAccount": "shmipam", "expirationSeconds": 86400}
 // (the last for shmipamctl kubeconfig: kube/token_request.h)
@@ -40,6 +41,18 @@ namespace shmipam::kube::protocol {
 inline constexpr int kVersion = 2;
 // ipam.kubernetes.budgetMs when the config leaves it out: the whole call, connection included.
 inline constexpr uint64_t kDefaultBudgetMs = 2000;
+// ipam.kubernetes.connectTimeoutMs when the config leaves it out: how long a connection (TCP and
+// TLS handshakes) may take before the run gives up on the address, within the budget. Linux
+// resends an unanswered SYN after 1 s, so this admits an API server that answers at all, and a
+// black-holed address (a control plane being replaced) costs the ADD this much, not the budget.
+inline constexpr uint64_t kDefaultConnectTimeoutMs = 1000;
+
+// The details of an error (code 11) that means the API server gave no usable answer at all:
+// unreachable, no connection or answer within the connect timeout or budget, 429 or 5xx, a
+// proxy's page. What an ADD may do without the API server keys on it (ipam/offline_claim.h);
+// a refusal, a pod not there, or a pod of another uid never carries it.
+inline constexpr const char* kApiUnavailableDetails =
+    "no answer from the API server: unreachable, timed out or unavailable";
 
 using StringMap = std::map<std::string, std::string>;
 
@@ -47,6 +60,7 @@ using StringMap = std::map<std::string, std::string>;
 struct Api {
     std::string kubeconfig;  // a path; read through its current context
     uint64_t budget_ms = kDefaultBudgetMs;
+    uint64_t connect_timeout_ms = kDefaultConnectTimeoutMs;  // at most the budget in effect
 };
 
 // GET /api/v1/namespaces/NS/pods/NAME.
@@ -59,12 +73,15 @@ struct ObjectRef {
     std::string namespace_, name;
 };
 // GET /apis/apps/v1/namespaces/NS/statefulsets/NAME for each set, then
-// GET /api/v1/namespaces/NS/pods/NAME for each pod (not found is an answer): whether a set
-// still wants its pods, and where those pods run now.
+// GET /api/v1/namespaces/NS/pods/NAME for each pod, then
+// GET /apis/kubevirt.io/v1/namespaces/NS/virtualmachines/NAME for each VM (not found is an
+// answer): whether a set still wants its pods, where those pods run now, and whether a VM
+// still exists. The owners of the claims a recheck looks at, read in one helper run.
 struct ReadStatefulSets {
     Api api;
     std::vector<ObjectRef> sets;
     std::vector<ObjectRef> pods;
+    std::vector<ObjectRef> vms;
 };
 
 // POST /api/v1/namespaces/NS/serviceaccounts/NAME/token (TokenRequest).
@@ -110,9 +127,16 @@ struct PodPlacement {
     bool exists = false;
     std::string node_name;  // spec.nodeName; "" while not scheduled
 };
+// Whether a KubeVirt VirtualMachine still exists.
+struct VmAnswer {
+    std::string namespace_, name;
+    bool exists = false;
+    bool deleting = false;  // metadata.deletionTimestamp set
+};
 struct StatefulSetsAnswer {
     std::vector<StatefulSetAnswer> sets;  // one per asked set, in the order asked
     std::vector<PodPlacement> pods;       // one per asked pod, in the order asked
+    std::vector<VmAnswer> vms;            // one per asked VM, in the order asked
 };
 
 // The token TokenRequest issued.

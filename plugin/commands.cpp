@@ -154,10 +154,11 @@ Invocation answer_config(const CniEnv& env, const json& doc, const LogConfig* lo
     auto request = make_request(env, *args, std::move(*nc));
     if (!request) return fail(v, request.error());
     if (log != nullptr && record != nullptr) {
-        // A line of its own, as the command's: cmd RECHECK, the failure's code and message.
-        request->log_background_failure = [cfg = *log, line = *record](const Error& e) {
+        // A line of its own, as the command's: its cmd, the error's code and message.
+        request->log_aside = [cfg = *log, line = *record](const std::string& command,
+                                                          const Error& e) {
             InvocationRecord failed = line;
-            failed.command = "RECHECK";
+            failed.command = command;
             failed.code = int(e.code);
             failed.message = e.msg;
             failed.debug_config.clear();

@@ -226,9 +226,9 @@ bool statefulset_wants(const SetState& set, int64_t ordinal) {
     return ordinal >= set.ordinals_start && ordinal - set.ordinals_start < set.replicas;
 }
 
-Expected<ClaimPolicy> claim_policy(const PodFacts& pod, bool by_default) {
+Expected<ClaimPolicy> claim_policy(const PodFacts& pod, bool owner_default) {
     const ClaimPolicy unasked{
-        by_default ? ClaimPolicy::Kind::kWhileOwnerWants : ClaimPolicy::Kind::kNever, 0};
+        owner_default ? ClaimPolicy::Kind::kWhileOwnerWants : ClaimPolicy::Kind::kNever, 0};
     const Found found = find_annotation(pod, kClaimPolicyAnnotation, kClaimPolicyAlias);
     if (found.value == nullptr) return unasked;
     const std::string_view v = trimmed(*found.value);
@@ -249,14 +249,31 @@ Expected<ClaimPolicy> claim_policy(const PodFacts& pod, bool by_default) {
     return ClaimPolicy{ClaimPolicy::Kind::kAfterIdle, *seconds};
 }
 
-std::string describe(const ClaimPolicy& p) {
+bool owner_default_applies(const StickyIdentity& id, bool api) {
+    return id.by_default || (id.kind == StickyKind::kKubeVirt && api);
+}
+
+std::optional<std::string> launcher_vm_name(std::string_view pod_name) {
+    constexpr std::string_view kPrefix = "virt-launcher-";
+    // KubeVirt's generateName "virt-launcher-<vm>-" and the API server's 5-character suffix.
+    constexpr size_t kSuffix = 5;
+    if (!pod_name.starts_with(kPrefix) || pod_name.size() < kPrefix.size() + 2 + kSuffix) {
+        return std::nullopt;
+    }
+    const size_t dash = pod_name.size() - kSuffix - 1;
+    if (pod_name[dash] != '-') return std::nullopt;
+    return std::string(pod_name.substr(kPrefix.size(), dash - kPrefix.size()));
+}
+
+std::string describe(const ClaimPolicy& p, StickyKind owner) {
     switch (p.kind) {
         case ClaimPolicy::Kind::kNever:
             return "never";
         case ClaimPolicy::Kind::kAtDelete:
             return "at DEL";
         case ClaimPolicy::Kind::kWhileOwnerWants:
-            return "while its StatefulSet wants it";
+            return owner == StickyKind::kKubeVirt ? "while its VM exists"
+                                                  : "while its StatefulSet wants it";
         case ClaimPolicy::Kind::kAfterIdle:
             break;
     }

@@ -102,7 +102,9 @@ bool statefulset_wants(const SetState& set, int64_t ordinal);
 
 // How long a claim whose address nobody uses is kept.
 struct ClaimPolicy {
-    // kWhileOwnerWants: the StatefulSet default's, freed once the set no longer wants the pod.
+    // kWhileOwnerWants: freed once its owner no longer wants the name: the StatefulSet default's
+    // (the set no longer covers the pod's ordinal), and a KubeVirt VM's default (the
+    // VirtualMachine is gone or being deleted).
     enum class Kind { kNever, kAtDelete, kAfterIdle, kWhileOwnerWants };
     Kind kind = Kind::kNever;
     int64_t idle_seconds = 0;  // kAfterIdle: kept this long after the DEL that left it idle
@@ -110,15 +112,26 @@ struct ClaimPolicy {
     bool operator==(const ClaimPolicy&) const = default;
 };
 
-// The policy annotation: absent or empty = never reclaim (for an identity kept `by_default`:
-// while its StatefulSet wants it); "0" = free at DEL; a whole number N = N hours; a duration
-// with units, as Kubernetes and Go write them ("90m", "48h", "1h30m", "5s"). Anything else (a
-// negative or fractional number, an unknown unit, more than 100 years) is an error (120) that
+// The policy annotation: absent or empty = never reclaim (with `owner_default`: while its owner
+// wants it, for an identity kept by the StatefulSet default and for a KubeVirt VM's with the
+// API server configured: owner_default_applies); "0" = free at DEL; a whole number N = N hours; a
+// duration with units, as Kubernetes and Go write them ("90m", "48h", "1h30m", "5s"). Anything else
+// (a negative or fractional number, an unknown unit, more than 100 years) is an error (120) that
 // quotes the value.
-Expected<ClaimPolicy> claim_policy(const PodFacts& pod, bool by_default = false);
+Expected<ClaimPolicy> claim_policy(const PodFacts& pod, bool owner_default = false);
 
-// The policy for tools: "never", "at DEL", "while its StatefulSet wants it", or the idle time
-// kept, as "1h30m idle".
-std::string describe(const ClaimPolicy& p);
+// Whether an identity's claim is kept while its owner wants it when no policy annotation says
+// otherwise: a StatefulSet pod kept by the default alone, and a KubeVirt VM's launcher pod
+// whenever the API server can be asked whether the VM exists (`api`: ipam.kubernetes is set).
+bool owner_default_applies(const StickyIdentity& id, bool api);
+
+// The policy for tools: "never", "at DEL", "while its StatefulSet wants it" (for a VM's claim:
+// "while its VM exists"), or the idle time kept, as "1h30m idle".
+std::string describe(const ClaimPolicy& p, StickyKind owner = StickyKind::kStatefulSet);
+
+// The VM a KubeVirt launcher pod runs, from its name as KubeVirt makes it
+// ("virt-launcher-<vm>-<5 characters>"), or nullopt for a name not of that form. For the DEL,
+// which reads no pod from the API server: a claim found under that name is the VM's.
+std::optional<std::string> launcher_vm_name(std::string_view pod_name);
 
 }  // namespace shmipam::pools

@@ -31,6 +31,7 @@ packages=(
     python3-protobuf      # the CRI messages in Python (the runtime of what protoc generates)
     protobuf-compiler     # protoc: tests/cri/runtime_v1.proto to Python at build time
     prometheus prometheus-node-exporter  # the metrics test: a real scrape of the textfile collector
+    tinyproxy             # a real HTTP proxy for a kubeconfig's proxy-url (tests/support/http_proxy.h)
 )
 
 missing=()

@@ -23,6 +23,7 @@ namespace {
 // The policy words an operator may write besides the annotation's syntax.
 constexpr const char* kPolicyNever = "never";
 constexpr const char* kPolicyWhileSetWants = "statefulset";
+constexpr const char* kPolicyWhileVmExists = "vm";
 
 Status read_ranges(const json& ipam, engine::NetworkConfig& network) {
     std::vector<engine::RangeSet> sets;
@@ -165,10 +166,12 @@ std::string claim_key(const PodName& who, const std::string& ifname, bool vm) {
 
 Expected<uint64_t> parse_policy(const std::string& text) {
     if (text == kPolicyNever) return format::kKeepIdleForever;
-    if (text == kPolicyWhileSetWants) return format::kKeepIdleWhileOwnerWants;
+    if (text == kPolicyWhileSetWants || text == kPolicyWhileVmExists) {
+        return format::kKeepIdleWhileOwnerWants;
+    }
     if (text.empty()) {
         return make_error(Code::kInvalidConfig,
-                          "empty policy: say never, statefulset, 0, hours or a duration");
+                          "empty policy: say never, statefulset, vm, 0, hours or a duration");
     }
     pools::PodFacts facts;
     facts.annotations[pools::kClaimPolicyAnnotation] = text;
@@ -177,9 +180,11 @@ Expected<uint64_t> parse_policy(const std::string& text) {
     return ipam::keep_idle_of(*p);
 }
 
-std::string policy_word(uint64_t keep_idle) {
+std::string policy_word(uint64_t keep_idle, bool vm) {
     if (keep_idle == format::kKeepIdleForever) return kPolicyNever;
-    if (keep_idle == format::kKeepIdleWhileOwnerWants) return kPolicyWhileSetWants;
+    if (keep_idle == format::kKeepIdleWhileOwnerWants) {
+        return vm ? kPolicyWhileVmExists : kPolicyWhileSetWants;
+    }
     if (keep_idle == format::kKeepIdleNone) return "0";
     return std::to_string(keep_idle - 1) + "s";
 }

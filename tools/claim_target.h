@@ -53,10 +53,12 @@ Expected<PodName> parse_pod_name(const std::string& text);
 std::string claim_key(const PodName& who, const std::string& ifname, bool vm);
 
 // A reclaim policy as an operator writes it: "never", "statefulset" (while its StatefulSet
-// wants it), or the policy annotation's syntax ("0", "24", "90m", ...). What the engine keeps
+// wants it), "vm" (while its VM exists: the same engine policy, the owner told by the claim's
+// key), or the policy annotation's syntax ("0", "24", "90m", ...). What the engine keeps
 // (format.h, ClaimFields::keep_idle).
 Expected<uint64_t> parse_policy(const std::string& text);
 // The text parse_policy reads back as `keep_idle` (what claims export writes).
-std::string policy_word(uint64_t keep_idle);
+// `vm`: the claim is a VM's (its key "vm:..."), whose owner policy reads "vm".
+std::string policy_word(uint64_t keep_idle, bool vm = false);
 
 }  // namespace shmipam::tools

@@ -47,7 +47,8 @@ Expected<std::unique_ptr<kube::ApiClient>> client_for(const protocol::Api& api) 
                      "server; give its certificate-authority instead\n";
     }
     return std::make_unique<kube::ApiClient>(std::move(*cfg),
-                                             std::chrono::milliseconds(api.budget_ms));
+                                             std::chrono::milliseconds(api.budget_ms),
+                                             std::chrono::milliseconds(api.connect_timeout_ms));
 }
 
 int read_pod(const protocol::ReadPod& r) {
@@ -68,8 +69,8 @@ int read_pod(const protocol::ReadPod& r) {
     return answer(protocol::to_json(*pod));
 }
 
-// One GET per set, then one per pod, in the order asked, over one connection; a set or a pod
-// that is not there is an answer (exists: false), not an error.
+// One GET per set, then one per pod, then one per VM, in the order asked, over one connection;
+// a set, a pod or a VM that is not there is an answer (exists: false), not an error.
 int read_statefulsets(const protocol::ReadStatefulSets& r) {
     auto client = client_for(r.api);
     if (!client) return fail(client.error());
@@ -103,6 +104,19 @@ int read_statefulsets(const protocol::ReadStatefulSets& r) {
             where.node_name = pod->node_name;
         }
         out.pods.push_back(std::move(where));
+    }
+    for (const auto& v : r.vms) {
+        const kube::Resource res = kube::virtualmachine_resource(v.namespace_, v.name);
+        auto obj = (*client)->get_object(res);
+        if (!obj) return fail(obj.error());
+        protocol::VmAnswer vm{v.namespace_, v.name, false, false};
+        if (*obj) {
+            auto decoded =
+                kube::decode_vm(**obj, v.namespace_, v.name, "GET " + (*client)->url(res.path()));
+            if (!decoded) return fail(decoded.error());
+            vm = *decoded;
+        }
+        out.vms.push_back(std::move(vm));
     }
     return answer(protocol::to_json(out));
 }

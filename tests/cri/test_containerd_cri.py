@@ -72,9 +72,10 @@ CNI_ARGS_KEYS = {"IgnoreUnknown", "K8S_POD_NAMESPACE", "K8S_POD_NAME",
                  "K8S_POD_INFRA_CONTAINER_ID", "K8S_POD_UID"}
 ANNOTATIONS_CAPABILITY = "io.kubernetes.cri.pod-annotations"
 
-# The Kubernetes helper's budget (ipam.kubernetes.budgetMs) in PodFactsFromApi: no case is about
-# the budget (the API server down refuses at once), and a TLS exchange with the stand-in, in this
-# process beside containerd and its sandboxes on a loaded machine, must not fail for it.
+# The Kubernetes helper's budget (ipam.kubernetes.budgetMs, and its connectTimeoutMs) in
+# PodFactsFromApi: no case is about the budget (the API server down refuses at once), and a TLS
+# exchange with the stand-in, in this process beside containerd and its sandboxes on a loaded
+# machine, must not fail for it.
 API_BUDGET_MS = 10000
 # PodFactsFromApi's node, and how often its StatefulSet claims are rechecked; a recheck runs in
 # the background after an answer and is waited for this long.
@@ -593,7 +594,8 @@ class PodFactsFromApi(CriSuite):
         super().tearDownClass()
 
     def kubernetes(self):
-        return {"kubeconfig": self.kubeconfig, "helper": KUBE_HELPER, "budgetMs": API_BUDGET_MS}
+        return {"kubeconfig": self.kubeconfig, "helper": KUBE_HELPER, "budgetMs": API_BUDGET_MS,
+                "connectTimeoutMs": API_BUDGET_MS}
 
     def ipam_extra(self):
         # The Node's name, as the DaemonSet's install writes it (the moved-pod check compares

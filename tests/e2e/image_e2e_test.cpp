@@ -395,7 +395,10 @@ TEST_F(InstallImage, TheInstalledHelpersRunOnANodeWithNoCLibraryAndReachTheApiAn
                        {"dataDir", "/var/lib/shmipam/data"},
                        {"poolsDir", "/etc/shmipam/pools"},
                        {"nodeName", "node-a"},
-                       {"kubernetes", {{"kubeconfig", kNodeKubeconfig}, {"budgetMs", 10'000}}}}}};
+                       {"kubernetes",
+                        {{"kubeconfig", kNodeKubeconfig},
+                         {"budgetMs", 10'000},
+                         {"connectTimeoutMs", 10'000}}}}}};
     auto db = add(with_api, "db-7f9c-abcde");
     ASSERT_EQ(db.exit_code, 0) << db.out << db.err;
     EXPECT_TRUE(address_of(db).starts_with("10.60.0.")) << db.out;

@@ -167,7 +167,10 @@ TEST_F(PrometheusE2E, PrometheusScrapesARefusedRecheckAndTheSampleAlertGoesPendi
                         {"poolsDir", dir.sub("pools")},
                         {"nodeName", "node-a"},
                         {"statefulSetRecheckS", 1},
-                        {"kubernetes", {{"kubeconfig", api.kubeconfig()}, {"budgetMs", 10'000}}}}}};
+                        {"kubernetes",
+                         {{"kubeconfig", api.kubeconfig()},
+                          {"budgetMs", 10'000},
+                          {"connectTimeoutMs", 10'000}}}}}};
     const auto call = [&](const std::string& cmd, const std::string& pod, const std::string& uid) {
         return run_plugin(cni_env(cmd, "c-" + pod, "eth0",
                                   "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=" + pod +

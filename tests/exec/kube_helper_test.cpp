@@ -4,6 +4,9 @@
 // What it answers, and the code of every failure: 7 for what a person must fix (the kubeconfig,
 // the credentials, RBAC, TLS trust), 11 for what a later try may find mended.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +14,7 @@
 #include <set>
 
 #include "kube/pod_protocol.h"
+#include "tests/support/http_proxy.h"
 #include "tests/support/kube_standin.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
@@ -33,8 +37,9 @@ class KubeHelper : public ::testing::Test {
   protected:
     void SetUp() override { ASSERT_TRUE(api.ready()) << api.why_not_ready(); }
 
+    // A connection may take the whole budget: the tests of the connect timeout pass their own.
     protocol::Api with(const std::string& kubeconfig, uint64_t budget_ms = kAnswerBudgetMs) const {
-        return protocol::Api{kubeconfig, budget_ms};
+        return protocol::Api{kubeconfig, budget_ms, budget_ms};
     }
     ProcessResult read_pod(const std::string& ns, const std::string& name,
                            const std::string& kubeconfig = "",
@@ -206,6 +211,37 @@ TEST_F(KubeHelper, ReadStatefulSetsAnswersEachSetInOrderOverOneConnection) {
     EXPECT_EQ(connections.size(), 1u) << "one connection for the run's GETs";
 }
 
+// A recheck asks after its VMs' claims in the same run: KubeVirt's VirtualMachine objects.
+TEST_F(KubeHelper, ReadStatefulSetsAnswersEachVmAfterTheSets) {
+    api.put_statefulset("shop", "web", 3, std::nullopt);
+    api.put_vm("shop", "vm1");
+    api.put_vm("shop", "vm2", /*deleting=*/true);
+    auto r = helper(protocol::encode(
+        protocol::ReadStatefulSets{with(api.kubeconfig()),
+                                   {{"shop", "web"}},
+                                   {},
+                                   {{"shop", "vm1"}, {"shop", "vm2"}, {"shop", "gone"}}}));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto a = protocol::statefulsets_answer(r.out);
+    ASSERT_TRUE(a) << a.error().msg;
+    ASSERT_EQ(a->sets.size(), 1u);
+    ASSERT_EQ(a->vms.size(), 3u) << r.out;
+    EXPECT_TRUE(a->vms[0].exists);
+    EXPECT_FALSE(a->vms[0].deleting);
+    EXPECT_TRUE(a->vms[1].exists);
+    EXPECT_TRUE(a->vms[1].deleting);
+    EXPECT_FALSE(a->vms[2].exists);
+    const auto reqs = api.requests();
+    ASSERT_EQ(reqs.size(), 4u);
+    EXPECT_EQ(reqs[1].path, "/apis/kubevirt.io/v1/namespaces/shop/virtualmachines/vm1");
+    // A cluster without KubeVirt: its API server has no such path, and says so in no Status of
+    // the VM: kept (11), never read as "the VM is gone".
+    api.force_body("404 page not found", 404, "/apis/kubevirt.io/");
+    auto absent = helper(protocol::encode(
+        protocol::ReadStatefulSets{with(api.kubeconfig()), {}, {}, {{"shop", "vm1"}}}));
+    EXPECT_EQ(code_of(absent), 11) << absent.out;
+}
+
 TEST_F(KubeHelper, APodNotThereIsTryAgainLaterNamingTheUrl) {
     auto r = read_pod("default", "web-0");
     EXPECT_EQ(code_of(r), 11) << r.out;
@@ -252,6 +288,7 @@ TEST_F(KubeHelper, AnApiServerAnswering5xxIsTryAgainLater) {
     auto r = read_pod("default", "web-0");
     EXPECT_EQ(code_of(r), 11) << r.out;
     EXPECT_NE(msg_of(r).find("503 ServiceUnavailable"), std::string::npos) << r.out;
+    EXPECT_EQ(api.request_count(), 1u) << "a 5xx without Retry-After is not asked again";
     api.force_status(500, "/apis/");
     auto sets = read_sets({{"default", "web"}});
     EXPECT_EQ(code_of(sets), 11) << sets.out;
@@ -293,6 +330,8 @@ TEST_F(KubeHelper, AnUnreachableApiServerIsTryAgainLaterAndItsReturnIsSeen) {
     EXPECT_EQ(code_of(r), 11) << r.out;
     EXPECT_NE(msg_of(r).find("unreachable"), std::string::npos) << r.out;
     EXPECT_NE(msg_of(r).find(pod_url("default", "web-0")), std::string::npos) << r.out;
+    EXPECT_NE(msg_of(r).find("(sent 2 times)"), std::string::npos)
+        << "a refused connection is tried once more: " << r.out;
     ASSERT_TRUE(api.start()) << api.why_not_ready();
     auto back = read_pod("default", "web-0");
     EXPECT_EQ(back.exit_code, 0) << back.out;
@@ -459,7 +498,7 @@ TEST_F(KubeHelper, AnAnswerThatIsNotTheApiServersIsNeverTakenForOne) {
 }
 
 // The runtime's environment reaches the helper through the plugin; its proxy (set for image
-// pulls) is never used for the API server.
+// pulls) is never used for the API server: only a kubeconfig's proxy-url is.
 TEST_F(KubeHelper, ProxyVariablesOfTheRuntimesEnvironmentAreNotUsed) {
     api.put_pod("default", "web-0", "u");
     const ProcessResult r =
@@ -468,6 +507,150 @@ TEST_F(KubeHelper, ProxyVariablesOfTheRuntimesEnvironmentAreNotUsed) {
                 {"https_proxy", "http://127.0.0.1:9"},
                 {"ALL_PROXY", "http://127.0.0.1:9"}});
     EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+// A load balancer whose backend went away resets the connection: the request is sent once more,
+// within the budget, and answered.
+TEST_F(KubeHelper, AConnectionResetOnceIsSentAgainAndAnswered) {
+    api.put_pod("default", "web-0", "uid-1");
+    api.set_faults(R"({"reset": true, "times": 1})");
+    auto r = read_pod("default", "web-0");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto reqs = api.requests();
+    ASSERT_EQ(reqs.size(), 2u);
+    EXPECT_EQ(reqs[0].status, 0) << "the first was reset";
+    EXPECT_EQ(reqs[1].status, 200);
+}
+
+// Once more, never twice more: a server that resets every connection is an outage.
+TEST_F(KubeHelper, AConnectionResetEveryTimeIsTryAgainLaterAfterTwoSends) {
+    api.put_pod("default", "web-0", "uid-1");
+    api.set_faults(R"({"reset": true})");
+    auto r = read_pod("default", "web-0");
+    EXPECT_EQ(code_of(r), 11) << r.out;
+    EXPECT_NE(msg_of(r).find("(sent 2 times)"), std::string::npos) << r.out;
+    EXPECT_EQ(api.request_count(), 2u);
+}
+
+// The API server's priority and fairness answers 429 with a Retry-After (5xx from a server
+// starting, too): asked again after the wait it names, when the budget has room for it.
+TEST_F(KubeHelper, A429WithRetryAfterIsAskedAgainAfterItsWait) {
+    api.put_pod("default", "web-0", "uid-1");
+    api.set_faults(R"({"status": 429, "retry_after": 1, "times": 1})");
+    const auto start = std::chrono::steady_clock::now();
+    auto r = read_pod("default", "web-0");
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto reqs = api.requests();
+    ASSERT_EQ(reqs.size(), 2u);
+    EXPECT_EQ(reqs[0].status, 429);
+    EXPECT_EQ(reqs[1].status, 200);
+    EXPECT_GE(elapsed, std::chrono::seconds(1)) << "the Retry-After was waited for";
+}
+
+TEST_F(KubeHelper, A503WithRetryAfterTwiceIsTryAgainLaterSayingSo) {
+    api.put_pod("default", "web-0", "uid-1");
+    api.set_faults(R"({"status": 503, "retry_after": 0})");
+    auto r = read_pod("default", "web-0");
+    EXPECT_EQ(code_of(r), 11) << r.out;
+    EXPECT_NE(msg_of(r).find("503 ServiceUnavailable"), std::string::npos) << r.out;
+    EXPECT_NE(msg_of(r).find("(sent 2 times)"), std::string::npos) << r.out;
+    EXPECT_EQ(api.request_count(), 2u);
+}
+
+// A wait the budget cannot afford is not started: the pod's ADD is answered at once, and the
+// message says why there was no retry.
+TEST_F(KubeHelper, ARetryAfterPastTheBudgetIsNotWaitedFor) {
+    api.put_pod("default", "web-0", "uid-1");
+    api.set_faults(R"({"status": 429, "retry_after": 120})");
+    const auto start = std::chrono::steady_clock::now();
+    auto r = read_pod("default", "web-0");
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(code_of(r), 11) << r.out;
+    EXPECT_NE(msg_of(r).find("Retry-After of 120 s is past what is left of the budget"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(api.request_count(), 1u);
+    EXPECT_LT(elapsed, std::chrono::milliseconds(kAnswerBudgetMs)) << "nothing was waited for";
+}
+
+// A loopback listener whose accept queue is full: Linux drops every SYN that reaches it, as a
+// black-holed address (a control plane's old address, a firewall) does.
+class BlackHole {
+  public:
+    BlackHole() {
+        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+            ::listen(listener_, 0) != 0 ||
+            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+            return;
+        }
+        port_ = ntohs(a.sin_port);
+        // A backlog of 0 queues one connection; the next SYNs find the queue full.
+        for (int& f : fillers_) {
+            f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+            ::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        }
+    }
+    ~BlackHole() {
+        for (int f : fillers_) ::close(f);
+        ::close(listener_);
+    }
+    uint16_t port() const { return port_; }
+
+  private:
+    int listener_ = -1;
+    int fillers_[2] = {-1, -1};
+    uint16_t port_ = 0;
+};
+
+// A connection that is not made within the connect timeout is given up then, not at the end of
+// the budget: a black-holed API server address costs an ADD the connect timeout.
+TEST_F(KubeHelper, ABlackHoledServerCostsTheConnectTimeoutNotTheBudget) {
+    constexpr uint64_t kConnectTimeoutMs = 800;
+    BlackHole hole;
+    ASSERT_NE(hole.port(), 0);
+    const std::string kubeconfig = api.write_kubeconfig(
+        "black-holed", {.server = "https://127.0.0.1:" + std::to_string(hole.port())});
+    const auto start = std::chrono::steady_clock::now();
+    auto r = helper(protocol::encode(protocol::ReadPod{
+        protocol::Api{kubeconfig, kAnswerBudgetMs, kConnectTimeoutMs}, "default", "web-0"}));
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(code_of(r), 11) << r.out;
+    EXPECT_NE(msg_of(r).find("no connection within the connect timeout of 800 ms"),
+              std::string::npos)
+        << r.out;
+    EXPECT_GE(elapsed, std::chrono::milliseconds(kConnectTimeoutMs - 50));
+    EXPECT_LT(elapsed, std::chrono::milliseconds(kAnswerBudgetMs / 2))
+        << "the budget of " << kAnswerBudgetMs << " ms was not waited out";
+}
+
+// A kubeconfig's proxy-url is how requests go (kubectl's reading): through Debian's tinyproxy,
+// a CONNECT tunnel to the API server, TLS inside it checked as without.
+TEST_F(KubeHelper, AKubeconfigsProxyUrlCarriesTheRequests) {
+    HttpProxy proxy;
+    ASSERT_TRUE(proxy.ready()) << proxy.why_not_ready();
+    api.put_pod("default", "web-0", "uid-1");
+    const std::string kubeconfig = api.write_kubeconfig("proxied", {.proxy_url = proxy.url()});
+    auto r = read_pod("default", "web-0", kubeconfig);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(proxy.tunnels_to("127.0.0.1:" + std::to_string(api.port())), 1u);
+    EXPECT_EQ(api.request_count(), 1u);
+    // The proxy gone: the API server is not reached around it.
+    // Nothing listens on the discard port here.
+    const std::string gone =
+        api.write_kubeconfig("proxy-gone", {.proxy_url = "http://127.0.0.1:9"});
+    auto down = read_pod("default", "web-0", gone);
+    EXPECT_EQ(code_of(down), 11) << down.out;
+    EXPECT_NE(msg_of(down).find("through the proxy http://127.0.0.1:9 (kubeconfig " + gone +
+                                "'s proxy-url)"),
+              std::string::npos)
+        << down.out;
+    EXPECT_EQ(api.request_count(), 1u);
 }
 
 // A name that is no Kubernetes name never reaches a URL (it could name another path).

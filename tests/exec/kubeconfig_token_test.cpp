@@ -99,16 +99,18 @@ TEST_P(KubeconfigToken, ARequestedTokenOutlivesTheRevokedProjectedTokenAndServes
                "[\"10.62.0.10-10.62.0.20\"], default: true, podAffinity: {matchLabels: {app: "
                "db}}}\n");
     api.put_pod("default", "db-7f9c-abcde", "uid-1", {{"app", "db"}});
-    const json cfg = {{"cniVersion", "1.1.0"},
-                      {"name", "net"},
-                      {"type", "bridge"},
-                      {"ipam",
-                       {{"type", "shmipam"},
-                        {"runDir", dir.sub("run")},
-                        {"dataDir", dir.sub("data")},
-                        {"poolsDir", dir.sub("pools")},
-                        {"nodeName", "node-a"},
-                        {"kubernetes", {{"kubeconfig", out}, {"budgetMs", 10'000}}}}}};
+    const json cfg = {
+        {"cniVersion", "1.1.0"},
+        {"name", "net"},
+        {"type", "bridge"},
+        {"ipam",
+         {{"type", "shmipam"},
+          {"runDir", dir.sub("run")},
+          {"dataDir", dir.sub("data")},
+          {"poolsDir", dir.sub("pools")},
+          {"nodeName", "node-a"},
+          {"kubernetes",
+           {{"kubeconfig", out}, {"budgetMs", 10'000}, {"connectTimeoutMs", 10'000}}}}}};
     auto add = run_plugin(cni_env("ADD", "c1", "eth0",
                                   "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME="
                                   "db-7f9c-abcde;K8S_POD_UID=uid-1"),

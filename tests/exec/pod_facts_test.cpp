@@ -3,6 +3,7 @@
 // runtimeConfig, never labels or owners), the real helper shmipam-kube, and the API server's
 // stand-in on loopback (TLS, bearer token; tests/support/kube_standin.h) holding the pods and
 // StatefulSets.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,9 +50,9 @@ metadata: {name: general}
 spec: {subnet: 10.61.0.0/24, ips: ["10.61.0.10-10.61.0.200"], default: true}
 )";
 
-// The helper's budget where a test expects an answer: no test here is about the budget (an API
-// server down refuses at once), and a TLS exchange with the stand-in on a loaded machine must
-// not fail for it.
+// The helper's budget (and connect timeout) where a test expects an answer: no test here is
+// about the budget (an API server down refuses at once), and a TLS exchange with the stand-in
+// on a loaded machine must not fail for it.
 constexpr uint64_t kApiBudgetMs = 10'000;
 
 OwnerReference controller(const std::string& kind, const std::string& name,
@@ -86,7 +87,8 @@ class PodFacts : public ::testing::Test {
         if (with_api) {
             c["ipam"]["kubernetes"] = {{"kubeconfig", api.kubeconfig()},
                                        {"helper", SHMIPAM_KUBE_HELPER_PATH},
-                                       {"budgetMs", kApiBudgetMs}};
+                                       {"budgetMs", kApiBudgetMs},
+                                       {"connectTimeoutMs", kApiBudgetMs}};
         }
         if (!annotations.empty()) {
             c["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
@@ -373,14 +375,119 @@ TEST_F(PodFacts, AClaimWhoseDelCouldNotReachTheApiIsFreedByALaterRecheck) {
     EXPECT_TRUE(marker_time() == walked) << "a walk claimed the marker again";
 }
 
+// A node rebooting during an API outage: the runtime sets its StatefulSet pods' sandboxes up
+// again, the API server cannot be reached, and each pod whose claim this node holds gets that
+// claim's address, the log saying so. A pod without a claim here, and a pod the API server says
+// is not there, still get the API server's answer (11), and nothing is held for them.
+TEST_F(PodFacts, ASandboxOfAPodWhoseClaimThisNodeHoldsBindsItWhileTheApiServerIsDown) {
+    write_pools(kPlainPools);
+    json cfg = config();
+    cfg["ipam"]["logFile"] = dir.sub("shmipam.log");
+    api.put_statefulset("default", "web", 3, std::nullopt);
+    for (const char* pod : {"web-0", "web-2"}) {
+        api.put_pod("default", pod, std::string("uid-") + pod, {}, {},
+                    {controller("StatefulSet", "web")});
+    }
+    auto first = add("c1", "web-0", "uid-web-0", cfg);
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    const std::string held = address(first);
+    ASSERT_EQ(add("c2", "web-2", "uid-web-2", cfg).exit_code, 0);
+    del("c1", "web-0", "uid-web-0", cfg);
+    del("c2", "web-2", "uid-web-2", cfg);
+    ASSERT_EQ(claims().size(), 2u) << "both kept: the set wants them";
+
+    api.stop();
+    auto again = add("c3", "web-0", "uid-web-0-new", cfg);
+    ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+    EXPECT_EQ(address(again), held);
+    const std::string log = read_file(dir.sub("shmipam.log"));
+    EXPECT_NE(log.find("cmd=ADD-OFFLINE"), std::string::npos) << log;
+    EXPECT_NE(log.find("bound the claim default/web-0 this node holds (general) without the "
+                       "API server"),
+              std::string::npos)
+        << log;
+    // A repeated ADD of that sandbox answers the same.
+    auto repeated = add("c3", "web-0", "uid-web-0-new", cfg);
+    ASSERT_EQ(repeated.exit_code, 0) << repeated.out;
+    EXPECT_EQ(address(repeated), held);
+
+    auto unclaimed = add("c4", "web-1", "uid-web-1", cfg);
+    EXPECT_EQ(code(unclaimed), 11) << unclaimed.out;
+    EXPECT_NE(unclaimed.out.find("unreachable"), std::string::npos) << unclaimed.out;
+    EXPECT_EQ(claims().size(), 2u) << "nothing made for a pod without a claim";
+
+    // The API server back, saying web-2 is not there: its claim is not bound.
+    ASSERT_TRUE(api.start()) << api.why_not_ready();
+    api.remove_pod("default", "web-2");
+    auto gone = add("c5", "web-2", "uid-web-2-new", cfg);
+    EXPECT_EQ(code(gone), 11) << gone.out;
+    EXPECT_NE(gone.out.find("is not in the API server"), std::string::npos) << gone.out;
+    auto verify = run_ctl({"--run-dir", dir.sub("run") + "/_pools", "verify", "ippool_general"});
+    EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+// A KubeVirt VM's address lasts while the VM does (docs/fixed-ips.md): its launcher pods come
+// and go (a restart, a live migration) and each gets the VM's address; the DEL of a launcher
+// once the VM is being deleted frees it, and a claim left idle when its VM goes is freed by the
+// recheck, which asks for the VMs in the same helper run as the sets.
+TEST_F(PodFacts, AVmsAddressLastsWhileTheVmExists) {
+    write_pools(kPlainPools);
+    json cfg = config({{"ipam.shmipam.io/static-ip", "true"}});
+    const auto vmi = [](const std::string& vm) {
+        return controller("VirtualMachineInstance", vm, "kubevirt.io/v1");
+    };
+    api.put_vm("default", "vm1");
+    api.put_pod("default", "virt-launcher-vm1-abcde", "uid-a", {}, {}, {vmi("vm1")});
+    auto first = add("c1", "virt-launcher-vm1-abcde", "uid-a", cfg);
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    ASSERT_EQ(claims(),
+              (std::map<std::string, std::string>{{"vm:default/vm1/eth0", "while its VM exists"}}));
+    del("c1", "virt-launcher-vm1-abcde", "uid-a", cfg);
+    EXPECT_EQ(claims().size(), 1u) << "kept: the VM exists";
+    api.put_pod("default", "virt-launcher-vm1-fghij", "uid-b", {}, {}, {vmi("vm1")});
+    auto second = add("c2", "virt-launcher-vm1-fghij", "uid-b", cfg);
+    ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+    EXPECT_EQ(address(second), address(first));
+    api.put_vm("default", "vm1", /*deleting=*/true);
+    del("c2", "virt-launcher-vm1-fghij", "uid-b", cfg);
+    EXPECT_TRUE(claims().empty()) << "freed at the DEL: the VM is being deleted";
+
+    json rechecked = cfg;
+    rechecked["ipam"]["statefulSetRecheckS"] = 1;
+    api.put_vm("default", "vm2");
+    api.put_pod("default", "virt-launcher-vm2-abcde", "uid-c", {}, {}, {vmi("vm2")});
+    ASSERT_EQ(add("c3", "virt-launcher-vm2-abcde", "uid-c", rechecked).exit_code, 0);
+    del("c3", "virt-launcher-vm2-abcde", "uid-c", rechecked);
+    ASSERT_EQ(claims().size(), 1u) << "kept: the VM exists";
+    api.remove_vm("default", "vm2");
+    ::sleep(2);  // past statefulSetRecheckS
+    json plain = config();
+    plain["ipam"]["statefulSetRecheckS"] = 1;
+    ASSERT_EQ(add("c4", "other-5d4f7-x2x7z", "uid-d", plain).exit_code, 0);
+    EXPECT_TRUE(wait_until([&] { return claims().empty(); }))
+        << "the recheck did not free the claim of a VM gone";
+    EXPECT_GE(calls_to("/apis/kubevirt.io/v1/namespaces/default/virtualmachines/vm2"), 2u)
+        << "the DEL's check and the walk's";
+}
+
 // A recheck that fails is seen: every check (the DEL's, each walk) adds its outcome to
 // <runDir>/owner-recheck.json, a failed one writes a line to the invocation log, and shmipamctl
 // metrics exports the record; a later check that reads the sets clears what was kept.
 TEST_F(PodFacts, AFailedRecheckIsRecordedLoggedAndExportedAndTheNextSuccessShows) {
     write_pools(kPlainPools);
+    // A period longer than the test: a walk runs when the test makes it due by ageing the
+    // node's marker (ipam/owner_claims.cpp), never because a second turned meanwhile (a DEL's
+    // answer finding the walk due would add an error of its own).
+    constexpr uint64_t kPeriodLongerThanTheTest = 3600;
     json cfg = config();
-    cfg["ipam"]["statefulSetRecheckS"] = 1;
+    cfg["ipam"]["statefulSetRecheckS"] = kPeriodLongerThanTheTest;
     cfg["ipam"]["logFile"] = dir.sub("shmipam.log");
+    const auto make_walk_due = [&] {
+        const std::string marker = dir.sub("run") + "/.statefulset-recheck";
+        const timespec old[2] = {{::time(nullptr) - 2 * time_t(kPeriodLongerThanTheTest), 0},
+                                 {::time(nullptr) - 2 * time_t(kPeriodLongerThanTheTest), 0}};
+        ASSERT_EQ(::utimensat(AT_FDCWD, marker.c_str(), old, 0), 0) << marker;
+    };
     api.put_statefulset("default", "web", 1, std::nullopt);
     api.put_pod("default", "web-0", "uid-1", {}, {}, {controller("StatefulSet", "web")});
     const std::string record_file = dir.sub("run") + "/owner-recheck.json";
@@ -404,7 +511,7 @@ TEST_F(PodFacts, AFailedRecheckIsRecordedLoggedAndExportedAndTheNextSuccessShows
     EXPECT_NE(log.find("cmd=RECHECK"), std::string::npos) << log;
     EXPECT_NE(log.find("kept until the next check"), std::string::npos) << log;
     // The walk after the next answer fails the same way and says what it kept.
-    ::sleep(2);  // past statefulSetRecheckS
+    make_walk_due();
     ASSERT_EQ(add("c2", "other-5d4f7-x2x7z", "uid-2", cfg).exit_code, 0);
     ASSERT_TRUE(wait_until([&] { return record().value("errorsTotal", 0) == 2; }))
         << record().dump();
@@ -421,7 +528,8 @@ TEST_F(PodFacts, AFailedRecheckIsRecordedLoggedAndExportedAndTheNextSuccessShows
     // The role fixed and the set gone: the next walk reads it and frees the claim.
     api.clear_faults();
     api.remove_statefulset("default", "web");
-    ::sleep(2);
+    ::sleep(1);  // a success in a later second than the first one
+    make_walk_due();
     ASSERT_EQ(add("c3", "other-5d4f7-abcde", "uid-3", cfg).exit_code, 0);
     ASSERT_TRUE(wait_until([&] { return record().value("claimsFreedTotal", 0) == 1; }))
         << record().dump();
@@ -509,6 +617,19 @@ TEST_F(PodFacts, AKubernetesSectionWithoutItsKubeconfigIsRefused) {
     EXPECT_NE(msg(r).find("ipam.kubernetes needs \"kubeconfig\""), std::string::npos) << r.out;
 }
 
+TEST_F(PodFacts, AConnectTimeoutThatIsNoWholeNumberIsRefusedNamingTheField) {
+    for (const json& bad : {json(0), json("1000"), json(-5), json(1.5)}) {
+        json cfg = config();
+        cfg["ipam"]["kubernetes"]["connectTimeoutMs"] = bad;
+        auto r = add("c1", "web-0", "uid-1", cfg);
+        EXPECT_EQ(code(r), 7) << bad << ": " << r.out;
+        EXPECT_NE(msg(r).find("ipam.kubernetes.connectTimeoutMs must be a whole number"),
+                  std::string::npos)
+            << r.out;
+    }
+    EXPECT_EQ(api.request_count(), 0u);
+}
+
 TEST_F(PodFacts, ADeploymentPodAskingForAStaticIpIsRefusedNamingItsController) {
     write_pools(kPlainPools);
     api.put_pod("default", "web-5d4f7-x2x7z", "uid-1", {}, {},
@@ -578,7 +699,8 @@ TEST_F(PodFacts, RangesModeKeepsFixedAddressesOptIn) {
     json cfg = make_config(dir.path(), "ranges", "1.1.0", "10.62.0.0/24");
     cfg["ipam"]["kubernetes"] = {{"kubeconfig", api.kubeconfig()},
                                  {"helper", SHMIPAM_KUBE_HELPER_PATH},
-                                 {"budgetMs", kApiBudgetMs}};
+                                 {"budgetMs", kApiBudgetMs},
+                                 {"connectTimeoutMs", kApiBudgetMs}};
     api.put_pod("default", "web-0", "uid-1", {}, {}, {controller("StatefulSet", "web")});
     ASSERT_EQ(add("c1", "web-0", "uid-1", cfg).exit_code, 0);
     EXPECT_EQ(api.request_count(), 0u) << "no default in ranges mode: nothing to ask";

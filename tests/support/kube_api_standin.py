@@ -20,8 +20,11 @@ files (each by a rename, so a request never reads half of one):
   ROOT/_issued-tokens       tokens the stand-in issued through TokenRequest ("TOKEN EXPIRY", the
                             expiry in Unix seconds), accepted until they expire
   ROOT/_control.json        faults: {"status": 503}, {"delay_ms": 3000}, {"body": "<html>"},
-                            each optionally for a "prefix" of the path; or a list of such rules,
-                            the first whose prefix matches applies
+                            {"reset": true} (the connection closed with a reset, no answer),
+                            each optionally for a "prefix" of the path, with "retry_after" (a
+                            Retry-After header) and "times" (only the first N requests it
+                            matches: "times": 1 fails a request once); or a list of such
+                            rules, the first that matches applies
   ROOT/_requests.log        appended by the stand-in, a line per request: method, path, status
                             and the client's port ("GET /api/v1/... 200 41234": requests over
                             one connection share the port)
@@ -43,6 +46,7 @@ import json
 import os
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
@@ -137,16 +141,24 @@ def write_atomically(path, text):
     os.rename(tmp, path)
 
 
-def control_rule(root, path):
-    """The first rule of ROOT/_control.json whose prefix matches `path` (or None)."""
+def control_rule(root, path, used, used_lock):
+    """The first rule of ROOT/_control.json that matches `path` (its prefix, and while it has
+    "times" left: `used` counts each rule's matches by its text), or None."""
     try:
         with open(os.path.join(root, "_control.json")) as f:
             rules = json.load(f)
     except (OSError, ValueError):
         return None
     for rule in rules if isinstance(rules, list) else [rules]:
-        if isinstance(rule, dict) and path.startswith(rule.get("prefix", "")):
+        if not isinstance(rule, dict) or not path.startswith(rule.get("prefix", "")):
+            continue
+        if "times" not in rule:
             return rule
+        key = json.dumps(rule, sort_keys=True)
+        with used_lock:
+            if used.get(key, 0) < rule["times"]:
+                used[key] = used.get(key, 0) + 1
+                return rule
     return None
 
 
@@ -156,6 +168,8 @@ class Settings:
         self.token_file = token_file or os.path.join(root, "_token")
         self.forbidden_file = forbidden_file or os.path.join(root, "_forbidden-tokens")
         self.log_lock = threading.Lock()
+        self.rules_used = {}  # control rules with "times": how many requests each has failed
+        self.rules_lock = threading.Lock()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -190,11 +204,13 @@ class Handler(BaseHTTPRequestHandler):
                 f.write("%s %s %d %d\n" % (self.command, urlsplit(self.path).path, status,
                                             self.client_address[1]))
 
-    def send(self, status, body, content_type="application/json"):
+    def send(self, status, body, content_type="application/json", retry_after=None):
         data = body.encode() if isinstance(body, str) else body
         self.log_request_line(status)
         try:
             self.send_response(status)
+            if retry_after is not None:
+                self.send_header("Retry-After", str(retry_after))
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -202,8 +218,20 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True  # the client gave up (its budget) meanwhile
 
-    def send_status(self, code, message, reason=None, details=None):
-        self.send(code, json.dumps(status_object(code, message, reason, details)))
+    def send_status(self, code, message, reason=None, details=None, retry_after=None):
+        self.send(code, json.dumps(status_object(code, message, reason, details)),
+                  retry_after=retry_after)
+
+    def reset(self):
+        """Closes the connection with a reset and no answer (logged with status 0), as a load
+        balancer whose backend went away does."""
+        self.log_request_line(0)
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+        except OSError:
+            pass
 
     def user(self):
         """(user, credential) of the request, or None: a verified client certificate first,
@@ -258,14 +286,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def serve(self):
         path = urlsplit(self.path).path
-        rule = control_rule(self.settings.root, path)
+        rule = control_rule(self.settings.root, path, self.settings.rules_used,
+                            self.settings.rules_lock)
         if rule and rule.get("delay_ms"):
             time.sleep(rule["delay_ms"] / 1000.0)
+        if rule and rule.get("reset"):
+            return self.reset()
         if rule and "body" in rule:
-            return self.send(rule.get("status", 200), rule["body"], "text/html")
+            return self.send(rule.get("status", 200), rule["body"], "text/html",
+                             retry_after=rule.get("retry_after"))
         if rule and rule.get("status"):
             code = rule["status"]
-            return self.send_status(code, MESSAGES.get(code, "forced by the stand-in"))
+            return self.send_status(code, MESSAGES.get(code, "forced by the stand-in"),
+                                    retry_after=rule.get("retry_after"))
         who = self.user()
         if who is None:
             return self.send_status(401, "Unauthorized")

@@ -213,6 +213,7 @@ std::string KubeStandin::write_kubeconfig(const std::string& name) {
 std::string KubeStandin::write_kubeconfig(const std::string& name, const KubeconfigSpec& spec) {
     std::ostringstream cluster, user;
     cluster << "    server: " << (spec.server.empty() ? server() : spec.server) << "\n";
+    if (!spec.proxy_url.empty()) cluster << "    proxy-url: " << spec.proxy_url << "\n";
     switch (spec.ca) {
         case Ca::kInline:
             cluster << "    certificate-authority-data: " << base64(read_file(ca_file())) << "\n";
@@ -328,6 +329,22 @@ void KubeStandin::put_statefulset(const std::string& ns, const std::string& name
         object_path("apps/v1", "statefulsets", ns, name),
         json{{"apiVersion", "apps/v1"}, {"kind", "StatefulSet"}, {"metadata", meta}, {"spec", spec}}
             .dump(1));
+}
+
+void KubeStandin::put_vm(const std::string& ns, const std::string& name, bool deleting) {
+    json meta = metadata(ns, name, "vm-uid-" + name);
+    if (deleting) meta["deletionTimestamp"] = "2026-01-01T00:01:00Z";
+    put_raw(object_path("kubevirt.io/v1", "virtualmachines", ns, name),
+            json{{"apiVersion", "kubevirt.io/v1"},
+                 {"kind", "VirtualMachine"},
+                 {"metadata", meta},
+                 {"spec", {{"runStrategy", "Always"}}}}
+                .dump(1));
+}
+
+void KubeStandin::remove_vm(const std::string& ns, const std::string& name) {
+    std::filesystem::remove(root() + object_path("kubevirt.io/v1", "virtualmachines", ns, name) +
+                            ".json");
 }
 
 void KubeStandin::put_raw(const std::string& api_path, const std::string& body) {

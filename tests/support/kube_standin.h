@@ -63,8 +63,9 @@ class KubeStandin {
     struct KubeconfigSpec {
         Auth auth = Auth::kToken;
         Ca ca = Ca::kInline;
-        std::string token;   // kToken: "" for the accepted one
-        std::string server;  // "" for the stand-in's
+        std::string token;      // kToken: "" for the accepted one
+        std::string server;     // "" for the stand-in's
+        std::string proxy_url;  // the cluster's proxy-url: "" for none
     };
     // Writes a kubeconfig (YAML, as kubectl writes one) at dir()/name; its path.
     std::string write_kubeconfig(const std::string& name, const KubeconfigSpec& spec);
@@ -101,12 +102,18 @@ class KubeStandin {
     void put_raw(const std::string& api_path, const std::string& body);
     void remove_pod(const std::string& ns, const std::string& name);
     void remove_statefulset(const std::string& ns, const std::string& name);
+    // A KubeVirt VirtualMachine (kubevirt.io/v1), being deleted or not.
+    void put_vm(const std::string& ns, const std::string& name, bool deleting = false);
+    void remove_vm(const std::string& ns, const std::string& name);
 
     // ---- faults (for every path, or those starting with `prefix`) ------------------------
     void force_status(int status, const std::string& prefix = "");  // a Status of that code
     void set_delay(int ms, const std::string& prefix = "");         // then the normal answer
     void force_body(const std::string& body, int status = 200, const std::string& prefix = "");
     void clear_faults();
+    // Rules of ROOT/_control.json as they are (kube_api_standin.py): a reset, a Retry-After,
+    // a rule for the first N requests only ("times").
+    void set_faults(const std::string& rules_json) { write_control(rules_json); }
 
     // ---- what reached it ------------------------------------------------------------------
     struct Request {

@@ -2,11 +2,11 @@
 // whole; a request of another version or an unknown op is refused with code 1, a missing or
 // mistyped field with 7 naming it, text that is not JSON with 6; an answer carrying an error is
 // that error; no field of any type, in a request or an answer, makes it throw.
-#include "kube/pod_protocol.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include "kube/pod_protocol.h"
 
 namespace shmipam::kube::protocol {
 namespace {
@@ -55,6 +55,20 @@ TEST(KubeProtocol, TheBudgetLeftOutIsTheDefault) {
     EXPECT_EQ(std::get<ReadPod>(*r).api.budget_ms, kDefaultBudgetMs);
 }
 
+TEST(KubeProtocol, TheConnectTimeoutTravelsAndLeftOutIsTheDefault) {
+    const Api api{"/etc/k", 5000, 750};
+    auto r = decode(encode(Request{ReadPod{api, "shop", "web-0"}}));
+    ASSERT_TRUE(r) << r.error().msg;
+    EXPECT_EQ(std::get<ReadPod>(*r).api.connect_timeout_ms, 750u);
+    json j = json::parse(encode(Request{ReadPod{api, "shop", "web-0"}}));
+    j.erase("connectTimeoutMs");
+    auto def = decode(j.dump());
+    ASSERT_TRUE(def) << def.error().msg;
+    EXPECT_EQ(std::get<ReadPod>(*def).api.connect_timeout_ms, kDefaultConnectTimeoutMs);
+    j["connectTimeoutMs"] = 0;
+    EXPECT_EQ(decode(j.dump()).error().code, Code::kInvalidConfig) << "a timeout of 0 is none";
+}
+
 TEST(KubeProtocol, AnswersSurviveToJsonAndTheirParserWhole) {
     auto back = pod_answer(to_json(pod()).dump());
     ASSERT_TRUE(back) << back.error().msg;
@@ -82,6 +96,27 @@ TEST(KubeProtocol, AnswersSurviveToJsonAndTheirParserWhole) {
     EXPECT_EQ(s->sets[0].replicas, 5);
     EXPECT_FALSE(s->sets[1].exists);
     EXPECT_EQ(s->sets[1].name, "gone");
+}
+
+// The VMs a recheck asks about travel both ways, in order.
+TEST(KubeProtocol, VirtualMachinesAskedAndAnsweredSurviveWhole) {
+    auto r =
+        decode(encode(Request{ReadStatefulSets{kApi, {}, {}, {{"shop", "vm1"}, {"lab", "vm2"}}}}));
+    ASSERT_TRUE(r) << r.error().msg;
+    const auto& asked = std::get<ReadStatefulSets>(*r);
+    ASSERT_EQ(asked.vms.size(), 2u);
+    EXPECT_EQ(asked.vms[1].namespace_, "lab");
+    EXPECT_EQ(asked.vms[1].name, "vm2");
+    StatefulSetsAnswer a;
+    a.vms.push_back({"shop", "vm1", true, true});
+    a.vms.push_back({"lab", "vm2", false, false});
+    auto back = statefulsets_answer(to_json(a).dump());
+    ASSERT_TRUE(back) << back.error().msg;
+    ASSERT_EQ(back->vms.size(), 2u);
+    EXPECT_TRUE(back->vms[0].exists);
+    EXPECT_TRUE(back->vms[0].deleting);
+    EXPECT_FALSE(back->vms[1].exists);
+    EXPECT_EQ(back->vms[1].name, "vm2");
 }
 
 TEST(KubeProtocol, AnotherVersionOrAnUnknownOpIsRefusedWithCodeOne) {
@@ -141,8 +176,17 @@ TEST(KubeProtocol, TextThatIsNotAJsonObjectIsCodeSix) {
 // read) as such, never thrown through. A plugin that died on an exception would answer the
 // runtime nothing.
 TEST(KubeProtocol, WrongTypedFieldsAreRefusedNotThrown) {
-    const std::vector<json> values = {nullptr, 1, -1, 1.5, "x", "", true, json::array(),
-                                      json::array({1}), json::object(), 18446744073709551615ull};
+    const std::vector<json> values = {nullptr,
+                                      1,
+                                      -1,
+                                      1.5,
+                                      "x",
+                                      "",
+                                      true,
+                                      json::array(),
+                                      json::array({1}),
+                                      json::object(),
+                                      18446744073709551615ull};
     const json requests[] = {
         json::parse(encode(Request{ReadPod{kApi, "shop", "web-0"}})),
         json::parse(encode(Request{ReadStatefulSets{kApi, {{"shop", "web"}}}}))};
@@ -158,14 +202,15 @@ TEST(KubeProtocol, WrongTypedFieldsAreRefusedNotThrown) {
                         EXPECT_TRUE(c == Code::kInvalidConfig || c == Code::kIncompatibleVersion)
                             << field << "=" << v.dump() << ": " << r.error().msg;
                     }
-                }) << field << "=" << v.dump();
+                }) << field
+                   << "=" << v.dump();
             }
         }
     }
     StatefulSetsAnswer sets;
     sets.sets.push_back({"shop", "web", true, false, 0, 2});
-    const json answers[] = {to_json(pod()), to_json(sets),
-                            to_json(pod())["owners"][0], to_json(sets)["sets"][0]};
+    const json answers[] = {to_json(pod()), to_json(sets), to_json(pod())["owners"][0],
+                            to_json(sets)["sets"][0]};
     for (size_t k = 0; k < std::size(answers); ++k) {
         for (const auto& [field, _] : answers[k].items()) {
             for (const json& v : values) {
@@ -184,7 +229,8 @@ TEST(KubeProtocol, WrongTypedFieldsAreRefusedNotThrown) {
                     if (!s) {
                         EXPECT_NE(s.error().code, Code::kOk);
                     }
-                }) << field << "=" << v.dump();
+                }) << field
+                   << "=" << v.dump();
             }
         }
     }

@@ -157,8 +157,13 @@ TEST(Kubeconfig, WhatCannotBeUsedIsRefusedNamingTheFileAndWhatIsWrong) {
         parse(config(server, std::string("    client-certificate-data: ") + kCertData + "\n")),
         "client-certificate without its client-key");
     expect_refused(parse(config(server, "    exec: {command: aws}\n")), "authenticates by exec");
-    expect_refused(parse(config(server + "    proxy-url: http://proxy:3128\n", token)),
-                   "proxy-url");
+    expect_refused(parse(config(server + "    proxy-url: ftp://proxy:3128\n", token)),
+                   "proxy-url \"ftp://proxy:3128\" is not an http://, https:// or socks5:// URL");
+    for (const char* proxy : {"http://proxy:3128", "https://proxy:3129", "socks5://proxy:1080"}) {
+        auto proxied = parse(config(server + "    proxy-url: " + proxy + "\n", token));
+        ASSERT_TRUE(proxied) << proxied.error().msg;
+        EXPECT_EQ(proxied->proxy_url, proxy);
+    }
     expect_refused(parse(config(server + "    insecure-skip-tls-verify: yes-please\n", token)),
                    "insecure-skip-tls-verify is not true or false");
     expect_refused(parse(config(server + "    tls-server-name: \"api internal\"\n", token)),

@@ -314,7 +314,7 @@ TEST_F(PoolAdd, AStatefulSetPodByDefaultGetsAnOrdinaryAddressWhereBlocksServe) {
     r.pod.name = "web-0";
     r.pod.from_api = true;
     r.pod.controller = pools::Controller{"apps/v1", "StatefulSet", "web"};
-    r.kubernetes = KubernetesApi{"/nowhere/kubeconfig", 2000, "", true, 60};
+    r.kubernetes = KubernetesApi{"/nowhere/kubeconfig", 2000, 1000, "", true, 60};
     Upkeep upkeep;
     auto out = pool_add(r, catalog, source, upkeep);
     ASSERT_TRUE(out) << out.error().msg;

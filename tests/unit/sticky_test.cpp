@@ -118,7 +118,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 TEST(StickyIdentity, TheRefusalSaysWhatToFix) {
-    auto id = sticky_identity(with_annotation(plain_pod(), kStaticIpAnnotation, "true"), StickyRules{});
+    auto id =
+        sticky_identity(with_annotation(plain_pod(), kStaticIpAnnotation, "true"), StickyRules{});
     ASSERT_FALSE(id);
     EXPECT_NE(id.error().msg.find("shop/web-7f9c-x2"), std::string::npos) << id.error().msg;
     EXPECT_NE(id.error().msg.find("not a StatefulSet pod"), std::string::npos) << id.error().msg;
@@ -128,7 +129,8 @@ TEST(StickyIdentity, TheRefusalSaysWhatToFix) {
 TEST(StickyIdentity, EachInterfaceIsItsOwnClaim) {
     PodFacts a = sts_pod(), b = sts_pod();
     b.ifname = "net1";
-    EXPECT_NE((*sticky_identity(a, StickyRules{true}))->key(), (*sticky_identity(b, StickyRules{true}))->key());
+    EXPECT_NE((*sticky_identity(a, StickyRules{true}))->key(),
+              (*sticky_identity(b, StickyRules{true}))->key());
     EXPECT_EQ((*sticky_identity(a, StickyRules{true}))->display(), "shop/db-0");
 }
 
@@ -199,6 +201,9 @@ TEST(ClaimPolicy, DescribesItselfAsAnOperatorWritesIt) {
     EXPECT_EQ(describe(ClaimPolicy{K::kAtDelete, 0}), "at DEL");
     EXPECT_EQ(describe(ClaimPolicy{K::kAfterIdle, 5400}), "1h30m idle");
     EXPECT_EQ(describe(ClaimPolicy{K::kAfterIdle, 5}), "5s idle");
+    EXPECT_EQ(describe(ClaimPolicy{K::kWhileOwnerWants, 0}), "while its StatefulSet wants it");
+    EXPECT_EQ(describe(ClaimPolicy{K::kWhileOwnerWants, 0}, StickyKind::kKubeVirt),
+              "while its VM exists");
 }
 
 // A pod as the API server gives it (docs/kubernetes.md): its controller and its own labels.
@@ -280,14 +285,49 @@ TEST(StickyFromApi, AKubeVirtLauncherPodIsKnownByItsVmiOwner) {
     EXPECT_FALSE(*unasked);
 }
 
+// A VM's claim is kept while the VM exists when nothing says otherwise, wherever the API server
+// can be asked; without it, "never" as before (nothing could ever free it by its owner).
+TEST(StickyFromApi, AVmsClaimIsKeptWhileItsVmExistsByDefault) {
+    const PodFacts pod =
+        with_annotation(api_pod("virt-launcher-vm1-abcde",
+                                Controller{"kubevirt.io/v1", "VirtualMachineInstance", "vm1"}),
+                        kStaticIpAnnotation, "true");
+    auto id = sticky_identity(pod, StickyRules{});
+    ASSERT_TRUE(id && *id);
+    EXPECT_TRUE(owner_default_applies(**id, /*api=*/true));
+    EXPECT_FALSE(owner_default_applies(**id, /*api=*/false));
+    auto policy = claim_policy(pod, owner_default_applies(**id, true));
+    ASSERT_TRUE(policy);
+    EXPECT_EQ(policy->kind, K::kWhileOwnerWants);
+    // The policy annotation still wins.
+    auto timed = claim_policy(with_annotation(pod, kClaimPolicyAnnotation, "2"), true);
+    ASSERT_TRUE(timed);
+    EXPECT_EQ(*timed, (ClaimPolicy{K::kAfterIdle, 7200}));
+    // A StatefulSet pod asking by annotation keeps "never" unless the default keeps it.
+    auto sts = sticky_identity(
+        with_annotation(api_pod("db-0", statefulset("db")), kStaticIpAnnotation, "true"),
+        StickyRules{});
+    ASSERT_TRUE(sts && *sts);
+    EXPECT_FALSE(owner_default_applies(**sts, true));
+}
+
+TEST(LauncherVmName, ReadsKubeVirtsNamingAndNothingElse) {
+    EXPECT_EQ(launcher_vm_name("virt-launcher-vm1-abcde"), "vm1");
+    EXPECT_EQ(launcher_vm_name("virt-launcher-my-db-vm-x7k2p"), "my-db-vm");
+    EXPECT_FALSE(launcher_vm_name("virt-launcher-vm1"));
+    EXPECT_FALSE(launcher_vm_name("virt-launcher--abcde"));
+    EXPECT_FALSE(launcher_vm_name("web-0"));
+    EXPECT_FALSE(launcher_vm_name("virt-launcher-vm1_abcde"));
+}
+
 TEST(StatefulSetMember, ReadsTheControllersNamingAndNothingElse) {
     auto m = statefulset_member("web-12");
     ASSERT_TRUE(m);
     EXPECT_EQ(m->set, "web");
     EXPECT_EQ(m->ordinal, 12);
     EXPECT_EQ(statefulset_member("my-db-0")->set, "my-db");
-    for (const char* not_one : {"web", "web-", "-1", "web-01", "web-x1", "web-5d4f7-x2x7z",
-                                "web-12345678901"}) {
+    for (const char* not_one :
+         {"web", "web-", "-1", "web-01", "web-x1", "web-5d4f7-x2x7z", "web-12345678901"}) {
         EXPECT_FALSE(statefulset_member(not_one)) << not_one;
     }
 }
@@ -300,7 +340,7 @@ TEST(StatefulSetMember, TheSetWantsTheOrdinalsItsReplicasCover) {
     EXPECT_FALSE(statefulset_wants(from_five, 4));
     EXPECT_TRUE(statefulset_wants(from_five, 6));
     EXPECT_FALSE(statefulset_wants(from_five, 7));
-    EXPECT_FALSE(statefulset_wants(SetState{true, true, 0, 3}, 0));   // being deleted
+    EXPECT_FALSE(statefulset_wants(SetState{true, true, 0, 3}, 0));    // being deleted
     EXPECT_FALSE(statefulset_wants(SetState{false, false, 0, 3}, 0));  // gone
 }
 
@@ -312,8 +352,8 @@ TEST(StickyIdentity, AKeyReadsBackAsItsIdentity) {
     EXPECT_EQ(id->name, "db-0");
     EXPECT_EQ(id->ifname, "net1");
     EXPECT_EQ(identity_of_key("vm:shop/vm1/eth0")->kind, StickyKind::kKubeVirt);
-    for (const char* bad : {"", "sts:", "sts:shop/db-0", "pod:shop/db-0/eth0", "sts:a/b/c/d",
-                            "sts:/db-0/eth0"}) {
+    for (const char* bad :
+         {"", "sts:", "sts:shop/db-0", "pod:shop/db-0/eth0", "sts:a/b/c/d", "sts:/db-0/eth0"}) {
         EXPECT_FALSE(identity_of_key(bad)) << bad;
     }
 }

@@ -36,7 +36,7 @@ nlohmann::json claim_plans_json(const std::vector<ClaimPlan>& plans, bool applie
                          {"pod", p.wanted.who.namespace_ + "/" + p.wanted.who.name},
                          {"ifname", p.wanted.ifname},
                          {"addresses", nlohmann::json::array()},
-                         {"policy", policy_word(p.wanted.keep_idle)},
+                         {"policy", policy_word(p.wanted.keep_idle, p.key.starts_with("vm:"))},
                          {"result", status_word(p.status, applied)}};
         for (const auto& a : p.wanted.addresses) j["addresses"].push_back(a.to_string());
         if (!p.why.empty()) j["why"] = p.why;
@@ -49,7 +49,8 @@ std::string claim_plans_text(const std::vector<ClaimPlan>& plans, bool applied) 
     std::ostringstream out;
     for (const ClaimPlan& p : plans) {
         out << status_word(p.status, applied) << ": " << p.key << " in " << p.state << " "
-            << addresses_of(p) << " (policy " << policy_word(p.wanted.keep_idle) << ")";
+            << addresses_of(p) << " (policy "
+            << policy_word(p.wanted.keep_idle, p.key.starts_with("vm:")) << ")";
         if (!p.why.empty()) out << ": " << p.why;
         out << "\n";
     }

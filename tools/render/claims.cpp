@@ -69,9 +69,15 @@ json claim_json(const ClaimRow& r, uint64_t now) {
     const ClaimName n = parse_claim_key(c.key);
     json a = json::array();
     for (const auto& x : c.addresses) a.push_back(x.to_string());
-    json j{{"network", r.network}, {"claim", c.key},         {"kind", n.kind},
-           {"name", n.name},       {"ifname", n.ifname},     {"pod", c.pod},
-           {"addresses", a},       {"use", use_name(c.use)}, {"policy", policy_text(c.keep_idle)}};
+    json j{{"network", r.network},
+           {"claim", c.key},
+           {"kind", n.kind},
+           {"name", n.name},
+           {"ifname", n.ifname},
+           {"pod", c.pod},
+           {"addresses", a},
+           {"use", use_name(c.use)},
+           {"policy", policy_text(c.keep_idle, n.kind)}};
     if (c.use == ClaimView::Use::kInUse) j["containerID"] = c.container_id;
     if (c.idle_since_unix_s != 0) j["idleSince"] = utc(c.idle_since_unix_s);
     if (c.use == ClaimView::Use::kIdle && c.expires_unix_s != 0) {
@@ -86,7 +92,7 @@ std::string row_text(const ClaimRow& r, uint64_t now) {
     char line[512];
     std::snprintf(line, sizeof line, "%-28s %-6s %-30s %-18s %-42s %-10s %s\n", n.name.c_str(),
                   n.ifname.c_str(), addresses_text(r.claim).c_str(), r.network.c_str(),
-                  use_text(r.claim).c_str(), policy_text(r.claim.keep_idle).c_str(),
+                  use_text(r.claim).c_str(), policy_text(r.claim.keep_idle, n.kind).c_str(),
                   expires_text(r.claim, now).c_str());
     return line;
 }
@@ -107,7 +113,7 @@ ClaimName parse_claim_key(const std::string& key) {
     return n;
 }
 
-std::string policy_text(uint64_t keep_idle) {
+std::string policy_text(uint64_t keep_idle, const std::string& kind) {
     pools::ClaimPolicy p;
     if (keep_idle == format::kKeepIdleNone) {
         p.kind = pools::ClaimPolicy::Kind::kAtDelete;
@@ -117,7 +123,8 @@ std::string policy_text(uint64_t keep_idle) {
         p.kind = pools::ClaimPolicy::Kind::kAfterIdle;
         p.idle_seconds = int64_t(keep_idle - 1);
     }
-    return pools::describe(p);
+    return pools::describe(
+        p, kind == "vm" ? pools::StickyKind::kKubeVirt : pools::StickyKind::kStatefulSet);
 }
 
 json claims_json(const std::vector<ClaimRow>& rows, uint64_t now) {

@@ -23,8 +23,9 @@ struct ClaimName {
 };
 ClaimName parse_claim_key(const std::string& key);
 
-// The claim's policy as people write it ("never", "at DEL", "2h idle").
-std::string policy_text(uint64_t keep_idle);
+// The claim's policy as people write it ("never", "at DEL", "2h idle", "while its VM exists"):
+// `kind` is its key's ("sts" or "vm"), whose owner an owner policy names.
+std::string policy_text(uint64_t keep_idle, const std::string& kind);
 
 nlohmann::json claims_json(const std::vector<ClaimRow>& rows, uint64_t now_unix_s);
 std::string claims_text(const std::vector<ClaimRow>& rows, uint64_t now_unix_s);

@@ -76,7 +76,8 @@ void register_claims_create(CLI::App& claims, CommonOptions& common, int& exit_c
     verb->add_option("--address", o->address, "the address the claim holds")->required();
     verb->add_option("--ifname", o->ifname, "the pod's interface")->capture_default_str();
     verb->add_option("--policy", o->policy,
-                     "never, statefulset (while its StatefulSet wants it), 0 (freed at DEL), "
+                     "never, statefulset (while its StatefulSet wants it), vm (while its VM "
+                     "exists), 0 (freed at DEL), "
                      "hours, or a duration (90m, 48h)")
         ->capture_default_str();
     verb->add_flag("--vm", o->vm, "a KubeVirt VM's claim (vm:<ns>/<vm>/<ifname>)");

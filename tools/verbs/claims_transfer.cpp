@@ -70,17 +70,18 @@ int cmd_claims_export(const CommonOptions& common, const ExportOptions& o) {
         }
         json addresses = json::array();
         for (const auto& a : c.addresses) addresses.push_back(a.to_string());
-        claims.push_back({{"network", row.network},
-                          {"kind", id->kind == pools::StickyKind::kKubeVirt ? "vm" : "sts"},
-                          {"namespace", id->namespace_},
-                          {"name", id->name},
-                          {"ifname", id->ifname},
-                          {"addresses", std::move(addresses)},
-                          {"policy", policy_word(c.keep_idle)},
-                          {"use", use_word(c.use)},
-                          {"containerID", c.container_id},
-                          {"idleSinceUnixS", c.idle_since_unix_s},
-                          {"createdUnixNs", c.created_unix_ns}});
+        claims.push_back(
+            {{"network", row.network},
+             {"kind", id->kind == pools::StickyKind::kKubeVirt ? "vm" : "sts"},
+             {"namespace", id->namespace_},
+             {"name", id->name},
+             {"ifname", id->ifname},
+             {"addresses", std::move(addresses)},
+             {"policy", policy_word(c.keep_idle, id->kind == pools::StickyKind::kKubeVirt)},
+             {"use", use_word(c.use)},
+             {"containerID", c.container_id},
+             {"idleSinceUnixS", c.idle_since_unix_s},
+             {"createdUnixNs", c.created_unix_ns}});
     }
     const std::string text = json{{kVersionKey, kExportVersion}, {"claims", claims}}.dump(2) + "\n";
     if (o.out.empty() || o.out == "-") {

@@ -16,10 +16,10 @@
 #include "cluster/block_store.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
-#include "shm/format.h"
 #include "cluster/node_files.h"
 #include "cluster/node_name.h"
 #include "cluster/waiting.h"
+#include "shm/format.h"
 #include "tools/cluster_moved_claims.h"
 #include "tools/cluster_node_use.h"
 #include "tools/cluster_setup.h"
@@ -108,6 +108,10 @@ std::string kept_by_policy(const cluster::FixedClaim& c, uint64_t now) {
                "with --claim NAMESPACE/POD)";
     }
     if (c.keep_idle == format::kKeepIdleWhileOwnerWants) {
+        if (c.key.starts_with("vm:")) {
+            return "kept while its VM exists, which gc cannot ask (release it with --claim "
+                   "NAMESPACE/VM once the VirtualMachine is deleted)";
+        }
         return "kept while its StatefulSet wants it, which gc cannot ask (release it with "
                "--claim NAMESPACE/POD once the set no longer covers the pod)";
     }
@@ -209,9 +213,9 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
 // or within blockMinAgeS is kept, and one claimed again meanwhile is left. So a gc never races
 // a live node, whatever the list's age.
 int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
-    if (!o.claim.empty() && (o.claim.find('/') == std::string::npos ||
-                             o.claim.find('/') != o.claim.rfind('/') || o.claim.front() == '/' ||
-                             o.claim.back() == '/')) {
+    if (!o.claim.empty() &&
+        (o.claim.find('/') == std::string::npos || o.claim.find('/') != o.claim.rfind('/') ||
+         o.claim.front() == '/' || o.claim.back() == '/')) {
         return cannot_read("--claim " + o.claim + ": give the pod as NAMESPACE/NAME");
     }
     auto setup = read_setup(o.config, "", common.run_dir);

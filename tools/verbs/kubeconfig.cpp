@@ -43,7 +43,8 @@ constexpr const char* kDefaultServiceAccountDir = "/var/run/secrets/kubernetes.i
 // A token asked from TokenRequest lives this long unless --token-lifetime says otherwise (as
 // Calico's node agent asks for its CNI kubeconfig).
 constexpr int64_t kDefaultTokenLifetimeS = 24 * 3600;
-// One TokenRequest (through the helper) may take this long, connection included.
+// One TokenRequest (through the helper) may take this long, connection included; no pod waits
+// for it, so its connection may take all of it.
 constexpr uint64_t kTokenRequestBudgetMs = 10'000;
 // After TokenRequest failed, it is asked again no sooner than this (the projected token is
 // written meanwhile): a role that lacks the verb must not cost the API server a request per
@@ -256,7 +257,10 @@ Expected<kube::protocol::TokenAnswer> request_token(const KubeconfigOptions& o,
     if (auto w = replace_file_atomically(dir, asking, text, 0600); !w) return w.error();
     namespace protocol = kube::protocol;
     const protocol::RequestToken ask{
-        {dir + "/" + asking, kTokenRequestBudgetMs}, who.first, who.second, o.token_lifetime_s};
+        {dir + "/" + asking, kTokenRequestBudgetMs, kTokenRequestBudgetMs},
+        who.first,
+        who.second,
+        o.token_lifetime_s};
     auto out = ipam::run_helper(helper_of(o), protocol::encode(ask), -1, "--helper");
     ::unlink((dir + "/" + asking).c_str());
     if (!out) return out.error();
