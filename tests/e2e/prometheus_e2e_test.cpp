@@ -13,6 +13,7 @@
 #include "tests/e2e/e2e_support.h"
 #include "tests/support/kube_standin.h"
 #include "tests/support/plugin_runner.h"
+#include "tests/support/recheck_due.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_ports.h"
 #include "tests/support/wait_for.h"
@@ -166,7 +167,8 @@ TEST_F(PrometheusE2E, PrometheusScrapesARefusedRecheckAndTheSampleAlertGoesPendi
                         {"dataDir", dir.sub("data")},
                         {"poolsDir", dir.sub("pools")},
                         {"nodeName", "node-a"},
-                        {"statefulSetRecheckS", 1},
+                        // Walks where the test makes them due (support/recheck_due.h).
+                        {"statefulSetRecheckS", kRecheckPeriodLongerThanATest},
                         {"kubernetes",
                          {{"kubeconfig", api.kubeconfig()},
                           {"budgetMs", 10'000},
@@ -181,10 +183,13 @@ TEST_F(PrometheusE2E, PrometheusScrapesARefusedRecheckAndTheSampleAlertGoesPendi
     api.put_pod("default", "db-0", "uid-0", {}, {},
                 {kube::protocol::OwnerReference{"apps/v1", "StatefulSet", "db", "uid-db", true}});
     ASSERT_EQ(call("ADD", "db-0", "uid-0").exit_code, 0);
+    // The node's first walk, after that answer, has run (and left the marker).
+    ASSERT_TRUE(
+        wait_until([&] { return std::filesystem::exists(dir.sub("run/owner-recheck.json")); }));
     api.force_status(403, "/apis/apps/v1/");
     ASSERT_EQ(call("DEL", "db-0", "uid-0").exit_code, 0);
-    // The walk after a later answer (past statefulSetRecheckS) is refused too, and keeps it.
-    ::sleep(2);
+    // The walk after a later answer is refused too, and keeps it.
+    ASSERT_TRUE(make_recheck_due(dir.sub("run")));
     ASSERT_EQ(call("ADD", "web-5d4f7-x2x7z", "uid-1").exit_code, 0);
     const auto kept = [&] {
         auto m = run_ctl({"--run-dir", dir.sub("run"), "metrics"});

@@ -170,7 +170,8 @@ TEST_F(LifecycleClaims, ANodeRebuiltGetsItsClaimsBackFromAnExportAndASecondImpor
     ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
     auto again = ctl({"claims", "import", file, "--config", conf(), "--apply", "--json"});
     ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
-    for (const auto& c : again.json()["claims"]) EXPECT_EQ(c["result"], "already present");
+    const json again_doc = again.json();  // kept: a loop over again.json()[...] would dangle
+    for (const auto& c : again_doc["claims"]) EXPECT_EQ(c["result"], "already present");
     const json listed = claims();
     ASSERT_EQ(listed.size(), 2u);
     for (const auto& c : listed) {

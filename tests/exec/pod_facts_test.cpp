@@ -17,6 +17,7 @@
 #include "base/shipped_libraries.h"
 #include "tests/support/kube_standin.h"
 #include "tests/support/plugin_runner.h"
+#include "tests/support/recheck_due.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait_for.h"
 
@@ -475,19 +476,12 @@ TEST_F(PodFacts, AVmsAddressLastsWhileTheVmExists) {
 // metrics exports the record; a later check that reads the sets clears what was kept.
 TEST_F(PodFacts, AFailedRecheckIsRecordedLoggedAndExportedAndTheNextSuccessShows) {
     write_pools(kPlainPools);
-    // A period longer than the test: a walk runs when the test makes it due by ageing the
-    // node's marker (ipam/owner_claims.cpp), never because a second turned meanwhile (a DEL's
-    // answer finding the walk due would add an error of its own).
-    constexpr uint64_t kPeriodLongerThanTheTest = 3600;
+    // A period longer than the test: a walk runs where the test makes it due
+    // (tests/support/recheck_due.h).
     json cfg = config();
-    cfg["ipam"]["statefulSetRecheckS"] = kPeriodLongerThanTheTest;
+    cfg["ipam"]["statefulSetRecheckS"] = kRecheckPeriodLongerThanATest;
     cfg["ipam"]["logFile"] = dir.sub("shmipam.log");
-    const auto make_walk_due = [&] {
-        const std::string marker = dir.sub("run") + "/.statefulset-recheck";
-        const timespec old[2] = {{::time(nullptr) - 2 * time_t(kPeriodLongerThanTheTest), 0},
-                                 {::time(nullptr) - 2 * time_t(kPeriodLongerThanTheTest), 0}};
-        ASSERT_EQ(::utimensat(AT_FDCWD, marker.c_str(), old, 0), 0) << marker;
-    };
+    const auto make_walk_due = [&] { ASSERT_TRUE(make_recheck_due(dir.sub("run"))); };
     api.put_statefulset("default", "web", 1, std::nullopt);
     api.put_pod("default", "web-0", "uid-1", {}, {}, {controller("StatefulSet", "web")});
     const std::string record_file = dir.sub("run") + "/owner-recheck.json";
