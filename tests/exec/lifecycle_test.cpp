@@ -111,6 +111,24 @@ TEST_F(LifecycleClaims, AClaimDeletedByMistakeIsMadeAgainAndThePodsNextAddGetsIt
     verify_clean();
 }
 
+// A VM's claim made by hand with the owner policy reads "while its VM exists" and exports as
+// "vm", which imports back as the same policy.
+TEST_F(LifecycleClaims, AVmsClaimMadeByHandIsKeptWhileItsVmExistsAndExportsSo) {
+    auto made = create("shop/vm1", "10.50.0.9", {"--vm", "--policy", "vm", "--apply"});
+    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+    const json listed = claims();
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0]["claim"], "vm:shop/vm1/eth0");
+    EXPECT_EQ(listed[0]["policy"], "while its VM exists");
+    const std::string file = dir.sub("claims.json");
+    ASSERT_EQ(ctl({"claims", "export", "--out", file}).exit_code, 0);
+    const json doc = json::parse(read_file(file));
+    ASSERT_EQ(doc["claims"].size(), 1u) << doc.dump();
+    EXPECT_EQ(doc["claims"][0]["policy"], "vm");
+    EXPECT_EQ(doc["claims"][0]["kind"], "vm");
+    verify_clean();
+}
+
 TEST_F(LifecycleClaims, ClaimsCreateRefusesAHeldAddressAnOutsideOneAndBadInputChangingNothing) {
     const std::string ordinary = add("o1", "web", false);
     const std::string sticky = add("c1", "db-0");

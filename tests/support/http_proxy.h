@@ -8,11 +8,11 @@
 //   EXPECT_EQ(proxy.tunnels_to("127.0.0.1:" + port), 1u);
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 
 namespace shmipam::testing {
@@ -24,7 +24,7 @@ class HttpProxy {
     HttpProxy(const HttpProxy&) = delete;
     HttpProxy& operator=(const HttpProxy&) = delete;
 
-    bool ready() const { return pid_ > 0; }
+    bool ready() const { return proxy_ != nullptr; }
     const std::string& why_not_ready() const { return why_; }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
     // How many CONNECT requests for `host_port` ("127.0.0.1:34567") the proxy was asked for.
@@ -33,7 +33,7 @@ class HttpProxy {
   private:
     TempDir dir_;
     uint16_t port_ = 0;
-    pid_t pid_ = -1;
+    std::unique_ptr<Child> proxy_;
     std::string why_;
 };
 
