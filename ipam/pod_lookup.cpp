@@ -10,8 +10,6 @@ namespace shmipam::ipam {
 
 namespace {
 
-// KubeVirt names a VM's launcher pod "virt-launcher-<vm>-<suffix>".
-constexpr std::string_view kKubeVirtLauncherPrefix = "virt-launcher-";
 // The kubelet marks every pod it runs with where it came from ("api"; "file" or "http" for a
 // static pod), and the runtime passes the pod's annotations on: a static pod is no StatefulSet's
 // nor KubeVirt's, whatever its name ("<name>-<node>" on a node "worker-1" looks like an ordinal).
@@ -54,7 +52,7 @@ bool could_keep_a_name(const Request& r) {
     if (static_pod(r)) return false;
     const bool sts_name = pools::statefulset_member(r.pod.name).has_value();
     if (r.statefulset_fixed_ip) {
-        return sts_name || std::string_view(r.pod.name).starts_with(kKubeVirtLauncherPrefix);
+        return sts_name || std::string_view(r.pod.name).starts_with(pools::kKubeVirtLauncherPrefix);
     }
     // The default: pool mode only (ranges mode keeps host-local's behaviour: opt-in).
     return r.pools && r.kubernetes->statefulset_default && sts_name;

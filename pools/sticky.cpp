@@ -254,15 +254,16 @@ bool owner_default_applies(const StickyIdentity& id, bool api) {
 }
 
 std::optional<std::string> launcher_vm_name(std::string_view pod_name) {
-    constexpr std::string_view kPrefix = "virt-launcher-";
     // KubeVirt's generateName "virt-launcher-<vm>-" and the API server's 5-character suffix.
     constexpr size_t kSuffix = 5;
-    if (!pod_name.starts_with(kPrefix) || pod_name.size() < kPrefix.size() + 2 + kSuffix) {
+    if (!pod_name.starts_with(kKubeVirtLauncherPrefix) ||
+        pod_name.size() < kKubeVirtLauncherPrefix.size() + 2 + kSuffix) {
         return std::nullopt;
     }
     const size_t dash = pod_name.size() - kSuffix - 1;
     if (pod_name[dash] != '-') return std::nullopt;
-    return std::string(pod_name.substr(kPrefix.size(), dash - kPrefix.size()));
+    return std::string(
+        pod_name.substr(kKubeVirtLauncherPrefix.size(), dash - kKubeVirtLauncherPrefix.size()));
 }
 
 std::string describe(const ClaimPolicy& p, StickyKind owner) {

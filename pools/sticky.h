@@ -30,6 +30,8 @@ inline constexpr const char* kStatefulSetApiGroup = "apps";
 inline constexpr const char* kStatefulSetKind = "StatefulSet";
 inline constexpr const char* kKubeVirtApiGroup = "kubevirt.io";
 inline constexpr const char* kKubeVirtVmiKind = "VirtualMachineInstance";
+// KubeVirt names a VM's launcher pod "virt-launcher-<vm>-<5 characters>".
+inline constexpr std::string_view kKubeVirtLauncherPrefix = "virt-launcher-";
 
 enum class StickyKind { kStatefulSet, kKubeVirt };
 
