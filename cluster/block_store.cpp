@@ -60,7 +60,7 @@ Expected<std::vector<Block>> BlockStore::blocks(const std::string& pool,
 Expected<std::vector<Block>> BlockStore::blocks_cut_as(const std::string& pool,
                                                        const std::optional<Geometry>& g,
                                                        std::vector<std::string>* unreadable) {
-    auto kvs = etcd_.get_prefix(keys::blocks(prefix_, pool));
+    auto kvs = kv_.get_prefix(keys::blocks(prefix_, pool));
     if (!kvs) return kvs.error();
     std::vector<Block> out;
     for (const KeyValue& kv : *kvs) {
@@ -75,7 +75,7 @@ Expected<std::vector<Block>> BlockStore::blocks_cut_as(const std::string& pool,
 
 Expected<std::map<std::string, std::vector<Block>>> BlockStore::all_blocks(
     std::vector<std::string>* unreadable) {
-    auto kvs = etcd_.get_prefix(keys::pools(prefix_));
+    auto kvs = kv_.get_prefix(keys::pools(prefix_));
     if (!kvs) return kvs.error();
     return blocks_by_pool(prefix_, *kvs, unreadable);
 }
@@ -133,11 +133,11 @@ std::vector<Cidr> BlockStore::claim_order(const Cidr& pool_cidr, int block_prefi
 
 Status BlockStore::check_geometry(const std::string& pool, const Cidr& pool_cidr,
                                   int block_prefix) {
-    return register_pool(etcd_, prefix_, pool, pool_cidr, block_prefix);
+    return register_pool(kv_, prefix_, pool, pool_cidr, block_prefix);
 }
 
 Expected<std::optional<BlockStore::Geometry>> BlockStore::geometry(const std::string& pool) {
-    auto kv = etcd_.get(keys::meta(prefix_, pool));
+    auto kv = kv_.get(keys::meta(prefix_, pool));
     if (!kv) return kv.error();
     if (!*kv) return std::optional<Geometry>{};
     return parse_geometry(**kv);
@@ -153,7 +153,7 @@ Expected<std::optional<Block>> BlockStore::try_claim(const std::string& pool, co
                                                      const std::string& node) {
     const json value{
         {"node", node}, {"nonce", nonce()}, {"claimedUnixS", uint64_t(std::time(nullptr))}};
-    auto r = etcd_.create_if_absent(key_of(pool, block), value.dump());
+    auto r = kv_.create_if_absent(key_of(pool, block), value.dump());
     if (!r) return r.error();
     if (!r->created) {
         if (r->held) return parse(*r->held, std::nullopt);  // somebody's (maybe ours, before)
@@ -241,7 +241,7 @@ Expected<Block> BlockStore::claim_holding(const std::string& pool, const Cidr& p
 }
 
 Expected<bool> BlockStore::release(const std::string& pool, const Block& block) {
-    return etcd_.delete_at(key_of(pool, block.cidr), block.mod_revision);
+    return kv_.delete_at(key_of(pool, block.cidr), block.mod_revision);
 }
 
 }  // namespace shmipam::cluster

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cluster/etcd_client.h"
+#include "cluster/kv_store.h"
 #include "engine/addr/ip_address.h"
 
 namespace shmipam::cluster {
@@ -34,7 +34,7 @@ struct Block {
 
 class BlockStore {
   public:
-    BlockStore(EtcdClient& etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+    BlockStore(KvStore& kv, std::string prefix) : kv_(kv), prefix_(std::move(prefix)) {}
 
     // Every block of the pool that some node owns. A value that is not a block of the pool (a
     // field missing or of another type, a key that does not parse, a block of another size than
@@ -90,7 +90,7 @@ class BlockStore {
     Expected<bool> release(const std::string& pool, const Block& block);
 
     std::string key_of(const std::string& pool, const engine::Cidr& block) const;
-    EtcdClient& etcd() const { return etcd_; }
+    KvStore& kv() const { return kv_; }
     const std::string& prefix() const { return prefix_; }
 
   private:
@@ -101,7 +101,7 @@ class BlockStore {
     Expected<std::optional<Block>> try_claim(const std::string& pool, const engine::Cidr& block,
                                              const std::string& node);
 
-    EtcdClient& etcd_;
+    KvStore& kv_;
     std::string prefix_;
 };
 

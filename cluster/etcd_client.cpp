@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "base/base64.h"
-#include "base/unique_id.h"
 
 namespace shmipam::cluster {
 
@@ -49,18 +48,6 @@ KeyValue kv_of(const json& j) {
     kv.mod_revision = int_of(j, "mod_revision");
     kv.version = int_of(j, "version");
     return kv;
-}
-
-// The end of a prefix range: the prefix with its last byte incremented (etcd's convention).
-std::string prefix_end(std::string p) {
-    while (!p.empty()) {
-        if (uint8_t(p.back()) < 0xff) {
-            p.back() = char(uint8_t(p.back()) + 1);
-            return p;
-        }
-        p.pop_back();
-    }
-    return std::string(1, '\0');  // the whole key space
 }
 
 }  // namespace
@@ -302,14 +289,6 @@ Expected<EtcdClient::Status> EtcdClient::status() {
     auto j = parsed(call("/v3/maintenance/status", "{}"), header_);
     if (!j) return j.error();
     return Status{header_.member_id, uint_of(*j, "leader")};
-}
-
-// base::unique_id (getrandom), not std::random_device: libstdc++'s calls arc4random, which
-// needs glibc 2.36 and so keeps the shipped helpers off hosts with an older glibc.
-std::string nonce() {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(base::unique_id()));
-    return buf;
 }
 
 Expected<bool> EtcdClient::txn(const std::vector<Compare>& compares,

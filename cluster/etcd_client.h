@@ -10,11 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "cluster/kv_store.h"
 
 namespace shmipam::cluster {
 
@@ -26,73 +26,29 @@ struct EtcdConfig {
     uint64_t budget_ms = 5000;
 };
 
-struct KeyValue {
-    std::string key, value;
-    int64_t create_revision = 0, mod_revision = 0, version = 0;
-};
-
-// Every response's header: which cluster answered, and at what revision.
-struct ResponseHeader {
-    uint64_t cluster_id = 0;
-    uint64_t member_id = 0;
-    int64_t revision = 0;
-    // Not etcd's: the highest revision of every answer this client got so far (kept in the
-    // header so that each answer's parse raises it): what a node remembers of the store
-    // (cluster/revision_floor.h).
-    int64_t highest_revision = 0;
-};
-
-struct CreateResult {
-    // The key was absent and is now ours; also when an earlier attempt of this call created it
-    // (the key holds exactly our value: callers make values unique with a nonce).
-    bool created = false;
-    std::optional<KeyValue> held;  // !created: the key as it is (whoever holds it)
-    int64_t revision = 0;          // created: the revision of our put
-};
-
-class EtcdClient {
+class EtcdClient : public KvStore {
   public:
     explicit EtcdClient(EtcdConfig cfg);
-    ~EtcdClient();
+    ~EtcdClient() override;
     EtcdClient(const EtcdClient&) = delete;
     EtcdClient& operator=(const EtcdClient&) = delete;
 
-    Expected<std::optional<KeyValue>> get(const std::string& key);
-    Expected<std::vector<KeyValue>> get_prefix(const std::string& prefix);
-    // Whether any key starts with `prefix` (one key read, without its value).
-    Expected<bool> any_under(const std::string& prefix);
-    Expected<int64_t> put(const std::string& key, const std::string& value);
-    // One transaction: if the key does not exist, put it; else read it.
-    Expected<CreateResult> create_if_absent(const std::string& key, const std::string& value);
-    // One transaction: delete the key if its mod_revision is still `mod_revision`. False when
-    // it changed (or is gone).
-    Expected<bool> delete_at(const std::string& key, int64_t mod_revision);
-
-    // One transaction of what fixed addresses need: if every key's create or mod revision is
-    // as given (0 create revision: the key is absent), apply the writes. Whether it did.
-    struct Compare {
-        std::string key;
-        enum class Target { kCreate, kMod } target = Target::kCreate;
-        int64_t revision = 0;
-        bool whole_prefix = false;  // every key starting with `key` (kCreate 0: none exists)
-    };
-    struct Write {
-        std::string key;
-        std::optional<std::string> value;  // nullopt: delete the key
-        bool whole_prefix = false;         // a delete of every key starting with `key`
-    };
-    Expected<bool> txn(const std::vector<Compare>& compares, const std::vector<Write>& writes);
+    Expected<std::optional<KeyValue>> get(const std::string& key) override;
+    Expected<std::vector<KeyValue>> get_prefix(const std::string& prefix) override;
+    Expected<bool> any_under(const std::string& prefix) override;
+    Expected<int64_t> put(const std::string& key, const std::string& value) override;
+    Expected<CreateResult> create_if_absent(const std::string& key,
+                                            const std::string& value) override;
+    Expected<bool> delete_at(const std::string& key, int64_t mod_revision) override;
+    Expected<bool> txn(const std::vector<Compare>& compares,
+                       const std::vector<Write>& writes) override;
+    const ResponseHeader& last_header() const override { return header_; }
 
     // The answering member and the leader it knows (0: none).
     struct Status {
         uint64_t member_id = 0, leader_id = 0;
     };
     Expected<Status> status();
-
-    // The header of the last answer (its cluster_id identifies the cluster).
-    const ResponseHeader& last_header() const { return header_; }
-    // The highest revision any answer of this client carried (0: none yet).
-    int64_t highest_revision() const { return header_.highest_revision; }
 
   private:
     struct Impl;
@@ -109,9 +65,5 @@ class EtcdClient {
     bool in_call_ = false;
     size_t preferred_ = 0;  // the endpoint that answered last
 };
-
-// 16 random hex digits: what makes a value written by create_if_absent or txn this writer's own
-// (an attempt that timed out after its commit is told apart by re-reading).
-std::string nonce();
 
 }  // namespace shmipam::cluster

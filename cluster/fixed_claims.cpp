@@ -75,7 +75,7 @@ std::string FixedClaims::address_key(const std::string& pool, const engine::IpAd
 
 Expected<std::optional<FixedClaim>> FixedClaims::read(const std::string& pool,
                                                       const std::string& key) {
-    auto kv = etcd_.get(claim_key(pool, key));
+    auto kv = kv_.get(claim_key(pool, key));
     if (!kv) return kv.error();
     if (!*kv) return std::optional<FixedClaim>{};
     auto c = parse_fixed_claim(key, **kv);
@@ -110,14 +110,14 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
             if ((*held)->keep_idle == keep_idle && (*held)->idle_since_unix_s == 0) return **held;
             // In use again, under the policy the pod asks for now: rewritten at the revision read.
             FixedClaim c = **held;
-            auto done = etcd_.txn(
-                {{claim_key(pool, key), EtcdClient::Compare::Target::kMod, c.mod_revision}},
-                {{claim_key(pool, key), value_of(c.address, node, keep_idle).dump()}});
+            auto done =
+                kv_.txn({{claim_key(pool, key), KvStore::Compare::Target::kMod, c.mod_revision}},
+                        {{claim_key(pool, key), value_of(c.address, node, keep_idle).dump()}});
             if (!done) return done.error();
             if (!*done) continue;
             c.keep_idle = keep_idle;
             c.idle_since_unix_s = 0;
-            c.mod_revision = etcd_.last_header().revision;
+            c.mod_revision = kv_.last_header().revision;
             return c;
         }
         if (!*held && named_ours) {
@@ -127,20 +127,19 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
             const auto [a, revision] = *named_ours;
             named_ours.reset();
             const json v = value_of(a, node, keep_idle);
-            auto done =
-                etcd_.txn({{claim_key(pool, key), EtcdClient::Compare::Target::kCreate, 0},
-                           {address_key(pool, a), EtcdClient::Compare::Target::kMod, revision}},
-                          {{claim_key(pool, key), v.dump()}});
+            auto done = kv_.txn({{claim_key(pool, key), KvStore::Compare::Target::kCreate, 0},
+                                 {address_key(pool, a), KvStore::Compare::Target::kMod, revision}},
+                                {{claim_key(pool, key), v.dump()}});
             if (!done) return done.error();
-            if (*done) return FixedClaim{key, a, node, etcd_.last_header().revision, keep_idle};
+            if (*done) return FixedClaim{key, a, node, kv_.last_header().revision, keep_idle};
             continue;
         }
         if (*held) {
             // Another node's: taken over at the revision read (a node that took it meanwhile
             // makes this fail, and the next pass sees whose it is now).
             const json v = value_of((*held)->address, node, keep_idle);
-            auto done = etcd_.txn(
-                {{claim_key(pool, key), EtcdClient::Compare::Target::kMod, (*held)->mod_revision}},
+            auto done = kv_.txn(
+                {{claim_key(pool, key), KvStore::Compare::Target::kMod, (*held)->mod_revision}},
                 {{claim_key(pool, key), v.dump()}});
             if (!done) return done.error();
             if (*done) {
@@ -149,14 +148,14 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
                 c.node = node;
                 c.keep_idle = keep_idle;
                 c.idle_since_unix_s = 0;
-                c.mod_revision = etcd_.last_header().revision;
+                c.mod_revision = kv_.last_header().revision;
                 return c;
             }
             continue;
         }
         // A new claim: an address no claim holds, both keys created at once.
         between_read_and_list();
-        auto taken_kvs = etcd_.get_prefix(keys::addresses(prefix_, pool));
+        auto taken_kvs = kv_.get_prefix(keys::addresses(prefix_, pool));
         if (!taken_kvs) return taken_kvs.error();
         std::set<std::string> taken;
         for (const KeyValue& kv : *taken_kvs) {
@@ -177,12 +176,12 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
                               "no address of pool " + pool + " is left for a fixed address");
         }
         const json v = value_of(*a, node, keep_idle);
-        auto done = etcd_.txn({{claim_key(pool, key), EtcdClient::Compare::Target::kCreate, 0},
-                               {address_key(pool, *a), EtcdClient::Compare::Target::kCreate, 0}},
-                              {{claim_key(pool, key), v.dump()},
-                               {address_key(pool, *a), json{{"claim", key}}.dump()}});
+        auto done = kv_.txn({{claim_key(pool, key), KvStore::Compare::Target::kCreate, 0},
+                             {address_key(pool, *a), KvStore::Compare::Target::kCreate, 0}},
+                            {{claim_key(pool, key), v.dump()},
+                             {address_key(pool, *a), json{{"claim", key}}.dump()}});
         if (!done) return done.error();
-        if (*done) return FixedClaim{key, *a, node, etcd_.last_header().revision, keep_idle};
+        if (*done) return FixedClaim{key, *a, node, kv_.last_header().revision, keep_idle};
         // Lost: the address or the claim was created meanwhile (perhaps by this very call's
         // earlier attempt, which then reads as ours on the next pass).
     }
@@ -207,15 +206,9 @@ Expected<bool> FixedClaims::give_up(const std::string& pool, const std::string& 
 Expected<bool> FixedClaims::mark_idle(const std::string& pool, const FixedClaim& c,
                                       uint64_t since_unix_s) {
     if (c.idle_since_unix_s != 0) return false;  // idle already: from its first second
-    return etcd_.txn(
-        {{claim_key(pool, c.key), EtcdClient::Compare::Target::kMod, c.mod_revision}},
+    return kv_.txn(
+        {{claim_key(pool, c.key), KvStore::Compare::Target::kMod, c.mod_revision}},
         {{claim_key(pool, c.key), value_of(c.address, c.node, c.keep_idle, since_unix_s).dump()}});
-}
-
-Expected<bool> FixedClaims::mark_in_use(const std::string& pool, const FixedClaim& c) {
-    if (c.idle_since_unix_s == 0) return false;
-    return etcd_.txn({{claim_key(pool, c.key), EtcdClient::Compare::Target::kMod, c.mod_revision}},
-                     {{claim_key(pool, c.key), value_of(c.address, c.node, c.keep_idle).dump()}});
 }
 
 Expected<std::optional<FixedClaim>> FixedClaims::get(const std::string& pool,
@@ -227,23 +220,23 @@ Expected<bool> FixedClaims::remove(const std::string& pool, const FixedClaim& c)
     // The address record goes with the claim only while it names this claim, compared at the
     // revision read: a record another claim holds (it took the address after the record was
     // deleted alone, by hand) stays, or its address would be free for a third pod.
-    auto record = etcd_.get(address_key(pool, c.address));
+    auto record = kv_.get(address_key(pool, c.address));
     if (!record) return record.error();
-    std::vector<EtcdClient::Compare> compares{
-        {claim_key(pool, c.key), EtcdClient::Compare::Target::kMod, c.mod_revision}};
-    std::vector<EtcdClient::Write> writes{{claim_key(pool, c.key), std::nullopt}};
+    std::vector<KvStore::Compare> compares{
+        {claim_key(pool, c.key), KvStore::Compare::Target::kMod, c.mod_revision}};
+    std::vector<KvStore::Write> writes{{claim_key(pool, c.key), std::nullopt}};
     if (*record && record_names(**record, c.key)) {
-        compares.push_back({address_key(pool, c.address), EtcdClient::Compare::Target::kMod,
+        compares.push_back({address_key(pool, c.address), KvStore::Compare::Target::kMod,
                             (*record)->mod_revision});
         writes.push_back({address_key(pool, c.address), std::nullopt});
     }
-    return etcd_.txn(compares, writes);
+    return kv_.txn(compares, writes);
 }
 
 Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool,
                                                    std::vector<std::string>* unreadable) {
     const std::string p = keys::claims(prefix_, pool);
-    auto kvs = etcd_.get_prefix(p);
+    auto kvs = kv_.get_prefix(p);
     if (!kvs) return kvs.error();
     std::vector<FixedClaim> out;
     for (const KeyValue& kv : *kvs) {
@@ -258,7 +251,7 @@ Expected<std::vector<FixedClaim>> FixedClaims::all(const std::string& pool,
 
 Expected<std::vector<std::pair<std::string, FixedClaim>>> FixedClaims::everywhere(
     std::vector<std::string>* unreadable) {
-    auto kvs = etcd_.get_prefix(keys::pools(prefix_));
+    auto kvs = kv_.get_prefix(keys::pools(prefix_));
     if (!kvs) return kvs.error();
     std::vector<std::pair<std::string, FixedClaim>> out;
     for (const KeyValue& kv : *kvs) {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cluster/etcd_client.h"
+#include "cluster/kv_store.h"
 #include "engine/addr/ip_address.h"
 
 namespace shmipam::cluster {
@@ -57,7 +57,7 @@ inline std::string ifname_of_claim_key(const std::string& key) {
 
 class FixedClaims {
   public:
-    FixedClaims(EtcdClient& etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+    FixedClaims(KvStore& kv, std::string prefix) : kv_(kv), prefix_(std::move(prefix)) {}
     virtual ~FixedClaims() = default;
 
     // The claim `key` of `pool` for `node`: the one it has (taken over from another node if
@@ -90,10 +90,9 @@ class FixedClaims {
         std::vector<std::string>* unreadable = nullptr);
     // The claim `key` as the store holds it now (nullopt: none, or not a claim).
     Expected<std::optional<FixedClaim>> get(const std::string& pool, const std::string& key);
-    // Records that no sandbox uses the claim read as `c` since `since_unix_s` / that one does
-    // again, if it is unchanged since it was read: false when it changed (or already says so).
+    // Records that no sandbox uses the claim read as `c` since `since_unix_s`, if it is
+    // unchanged since it was read: false when it changed (or already says so).
     Expected<bool> mark_idle(const std::string& pool, const FixedClaim& c, uint64_t since_unix_s);
-    Expected<bool> mark_in_use(const std::string& pool, const FixedClaim& c);
     // Deletes a claim read as `c` if unchanged since (cluster gc, a take replacing an unusable
     // claim), with its address record if that still names it (compared on its revision too).
     Expected<bool> remove(const std::string& pool, const FixedClaim& c);
@@ -120,7 +119,7 @@ class FixedClaims {
     std::string address_key(const std::string& pool, const engine::IpAddress& a) const;
     Expected<std::optional<FixedClaim>> read(const std::string& pool, const std::string& key);
 
-    EtcdClient& etcd_;
+    KvStore& kv_;
     std::string prefix_;
 };
 

@@ -23,7 +23,7 @@ Expected<FixedClaims::Restored> FixedClaims::restore(const std::string& pool,
                                                      const engine::IpAddress& address,
                                                      const std::string& node, uint64_t keep_idle,
                                                      uint64_t idle_since_unix_s) {
-    using Target = EtcdClient::Compare::Target;
+    using Target = KvStore::Compare::Target;
     // The value take() writes (cluster/fixed_claims.cpp), so parse_fixed_claim reads it.
     json claim{{"address", address.to_string()},
                {"node", node},
@@ -33,8 +33,8 @@ Expected<FixedClaims::Restored> FixedClaims::restore(const std::string& pool,
     const std::string claim_k = claim_key(pool, key), address_k = address_key(pool, address);
     for (int attempt = 0; attempt < kRestoreTries; ++attempt) {
         // Both keys only if both are absent, in one transaction.
-        auto done = etcd_.txn({{claim_k, Target::kCreate, 0}, {address_k, Target::kCreate, 0}},
-                              {{claim_k, claim.dump()}, {address_k, json{{"claim", key}}.dump()}});
+        auto done = kv_.txn({{claim_k, Target::kCreate, 0}, {address_k, Target::kCreate, 0}},
+                            {{claim_k, claim.dump()}, {address_k, json{{"claim", key}}.dump()}});
         if (!done) return done.error();
         if (*done) return Restored{Restored::Outcome::kCreated, ""};
         auto held = read(pool, key);
@@ -48,7 +48,7 @@ Expected<FixedClaims::Restored> FixedClaims::restore(const std::string& pool,
                                                               " to node " + (*held)->node + " on " +
                                                               (*held)->address.to_string()};
         }
-        auto record = etcd_.get(address_k);
+        auto record = kv_.get(address_k);
         if (!record) return record.error();
         if (!*record) continue;  // both gone again meanwhile: try the create again
         const std::string holder = claim_of_address_record(**record);
@@ -59,7 +59,7 @@ Expected<FixedClaims::Restored> FixedClaims::restore(const std::string& pool,
         }
         // The address record names this claim, the claim itself is gone: the claim is created
         // on it while the record is unchanged.
-        auto made = etcd_.txn(
+        auto made = kv_.txn(
             {{claim_k, Target::kCreate, 0}, {address_k, Target::kMod, (*record)->mod_revision}},
             {{claim_k, claim.dump()}});
         if (!made) return made.error();

@@ -450,10 +450,4 @@ Expected<FixedOwnerAnswer> fixed_owner_answer(std::string_view text) {
     return out;
 }
 
-Expected<ReleaseAnswer> release_answer(std::string_view text) {
-    auto a = answer_object(text);
-    if (!a) return a.error();
-    return ReleaseAnswer{optional_cidr(*a, "released"), text_of(*a, "why")};
-}
-
 }  // namespace shmipam::cluster::protocol

@@ -169,6 +169,5 @@ Expected<BlockAnswer> block_answer(std::string_view text);
 Expected<FixedAnswer> fixed_answer(std::string_view text);
 Expected<GiveUpAnswer> give_up_answer(std::string_view text);
 Expected<FixedOwnerAnswer> fixed_owner_answer(std::string_view text);
-Expected<ReleaseAnswer> release_answer(std::string_view text);
 
 }  // namespace shmipam::cluster::protocol

@@ -65,20 +65,20 @@ std::optional<RegisteredPool> parse_meta(const std::string& pool, const std::str
     return RegisteredPool{pool, exact(*c), int(p)};
 }
 
-Expected<std::optional<RegisteredPool>> registration(EtcdClient& etcd, const std::string& prefix,
+Expected<std::optional<RegisteredPool>> registration(KvStore& store, const std::string& prefix,
                                                      const std::string& pool) {
-    auto kv = etcd.get(keys::meta(prefix, pool));
+    auto kv = store.get(keys::meta(prefix, pool));
     if (!kv) return kv.error();
     if (!*kv) return std::optional<RegisteredPool>{};
     return parse_meta(pool, (*kv)->value);
 }
 
-Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::string& pool,
+Status register_pool(KvStore& store, const std::string& prefix, const std::string& pool,
                      const Cidr& pool_cidr, int block_prefix) {
     const Cidr want = exact(pool_cidr);
     const json meta{{"cidr", want.to_string()}, {"blockPrefix", block_prefix}};
     for (int attempt = 0; attempt < kTries; ++attempt) {
-        auto held = etcd.get(keys::meta(prefix, pool));
+        auto held = store.get(keys::meta(prefix, pool));
         if (!held) return held.error();
         if (*held) {
             // The common case: registered already, by this node or another.
@@ -98,9 +98,9 @@ Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::str
                            shape(m->cidr, m->block_prefix) + ", and this node's pool gives " +
                            shape(want, block_prefix));
         }
-        auto generation = etcd.get(keys::registry(prefix));
+        auto generation = store.get(keys::registry(prefix));
         if (!generation) return generation.error();
-        auto records = etcd.get_prefix(keys::cidrs(prefix));
+        auto records = store.get_prefix(keys::cidrs(prefix));
         if (!records) return records.error();
         std::optional<KeyValue> own_record;
         for (const KeyValue& kv : *records) {
@@ -123,7 +123,7 @@ Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::str
             }
         }
         // Blocks of the pool cut another way (its meta removed by hand): they would overlap.
-        auto blocks = etcd.get_prefix(keys::blocks(prefix, pool));
+        auto blocks = store.get_prefix(keys::blocks(prefix, pool));
         if (!blocks) return blocks.error();
         for (const KeyValue& kv : *blocks) {
             auto b = keys::block_of_name(kv.key.substr(kv.key.rfind('/') + 1));
@@ -133,23 +133,23 @@ Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::str
                                shape(want, block_prefix));
             }
         }
-        std::vector<EtcdClient::Compare> compares{
-            {keys::meta(prefix, pool), EtcdClient::Compare::Target::kCreate, 0}};
+        std::vector<KvStore::Compare> compares{
+            {keys::meta(prefix, pool), KvStore::Compare::Target::kCreate, 0}};
         if (*generation) {
-            compares.push_back({keys::registry(prefix), EtcdClient::Compare::Target::kMod,
+            compares.push_back({keys::registry(prefix), KvStore::Compare::Target::kMod,
                                 (**generation).mod_revision});
         } else {
-            compares.push_back({keys::registry(prefix), EtcdClient::Compare::Target::kCreate, 0});
+            compares.push_back({keys::registry(prefix), KvStore::Compare::Target::kCreate, 0});
         }
         if (own_record) {
             compares.push_back(
-                {own_record->key, EtcdClient::Compare::Target::kMod, own_record->mod_revision});
+                {own_record->key, KvStore::Compare::Target::kMod, own_record->mod_revision});
         } else {
-            compares.push_back({keys::cidr(prefix, want), EtcdClient::Compare::Target::kCreate, 0});
+            compares.push_back({keys::cidr(prefix, want), KvStore::Compare::Target::kCreate, 0});
         }
-        auto done = etcd.txn(compares, {{keys::meta(prefix, pool), meta.dump()},
-                                        {keys::cidr(prefix, want), json{{"pool", pool}}.dump()},
-                                        {keys::registry(prefix), nonce()}});
+        auto done = store.txn(compares, {{keys::meta(prefix, pool), meta.dump()},
+                                         {keys::cidr(prefix, want), json{{"pool", pool}}.dump()},
+                                         {keys::registry(prefix), nonce()}});
         if (!done) return done.error();
         if (*done) return Ok{};
     }
@@ -158,27 +158,26 @@ Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::str
         "the cluster's pool registry kept changing while pool " + pool + " was being registered");
 }
 
-Expected<bool> drop_pool(EtcdClient& etcd, const std::string& prefix, const std::string& pool,
+Expected<bool> drop_pool(KvStore& store, const std::string& prefix, const std::string& pool,
                          const std::optional<KeyValue>& meta,
                          const std::optional<KeyValue>& cidr_record) {
     // Only once no block and no fixed claim of the pool is left (the caller gives those back
     // first, each at the revision it read): one made since keeps the pool registered.
-    std::vector<EtcdClient::Compare> compares{
-        {keys::blocks(prefix, pool), EtcdClient::Compare::Target::kCreate, 0, true},
-        {keys::claims(prefix, pool), EtcdClient::Compare::Target::kCreate, 0, true},
+    std::vector<KvStore::Compare> compares{
+        {keys::blocks(prefix, pool), KvStore::Compare::Target::kCreate, 0, true},
+        {keys::claims(prefix, pool), KvStore::Compare::Target::kCreate, 0, true},
     };
-    std::vector<EtcdClient::Write> writes{
+    std::vector<KvStore::Write> writes{
         {keys::pool_root(prefix, pool), std::nullopt, true},
         {keys::registry(prefix), nonce()},
     };
-    if (meta)
-        compares.push_back({meta->key, EtcdClient::Compare::Target::kMod, meta->mod_revision});
+    if (meta) compares.push_back({meta->key, KvStore::Compare::Target::kMod, meta->mod_revision});
     if (cidr_record) {
         compares.push_back(
-            {cidr_record->key, EtcdClient::Compare::Target::kMod, cidr_record->mod_revision});
+            {cidr_record->key, KvStore::Compare::Target::kMod, cidr_record->mod_revision});
         writes.push_back({cidr_record->key, std::nullopt});
     }
-    return etcd.txn(compares, writes);
+    return store.txn(compares, writes);
 }
 
 }  // namespace shmipam::cluster

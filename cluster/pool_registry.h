@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cluster/etcd_client.h"
+#include "cluster/kv_store.h"
 #include "engine/addr/ip_address.h"
 
 namespace shmipam::cluster {
@@ -36,11 +36,11 @@ struct RegisteredPool {
 // Code 7, saying how to change it, when the pool is registered another way (another CIDR or
 // block prefix), when its CIDR overlaps another registered pool's, or when the store holds
 // blocks of the pool of another size (its meta removed by hand).
-Status register_pool(EtcdClient& etcd, const std::string& prefix, const std::string& pool,
+Status register_pool(KvStore& store, const std::string& prefix, const std::string& pool,
                      const engine::Cidr& pool_cidr, int block_prefix);
 
 // The pool's registration: nullopt when it has none (or it does not parse).
-Expected<std::optional<RegisteredPool>> registration(EtcdClient& etcd, const std::string& prefix,
+Expected<std::optional<RegisteredPool>> registration(KvStore& store, const std::string& prefix,
                                                      const std::string& pool);
 
 // The pool a CIDR record names, or "" when it does not parse.
@@ -56,7 +56,7 @@ std::optional<RegisteredPool> parse_meta(const std::string& pool, const std::str
 // the pool (address, waiting and idle records), in one transaction that also requires that no
 // block and no fixed claim of the pool is left: false when one is, or when the registration
 // changed since it was read (nothing removed).
-Expected<bool> drop_pool(EtcdClient& etcd, const std::string& prefix, const std::string& pool,
+Expected<bool> drop_pool(KvStore& store, const std::string& prefix, const std::string& pool,
                          const std::optional<KeyValue>& meta,
                          const std::optional<KeyValue>& cidr_record);
 

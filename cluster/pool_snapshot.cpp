@@ -4,10 +4,10 @@
 
 namespace shmipam::cluster {
 
-Expected<PoolSnapshot> read_pool_snapshot(EtcdClient& etcd, const std::string& prefix,
+Expected<PoolSnapshot> read_pool_snapshot(KvStore& store, const std::string& prefix,
                                           const std::string& pool, uint64_t now) {
     // The trailing '/' keeps pool "a" from reading pool "ab"'s keys.
-    auto kvs = etcd.get_prefix(keys::pools(prefix) + pool + "/");
+    auto kvs = store.get_prefix(keys::pools(prefix) + pool + "/");
     if (!kvs) return kvs.error();
     PoolSnapshot out;
     // The geometry first (the meta key sorts after the blocks): blocks are read by it.

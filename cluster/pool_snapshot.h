@@ -12,7 +12,7 @@
 
 #include "base/status.h"
 #include "cluster/block_store.h"
-#include "cluster/etcd_client.h"
+#include "cluster/kv_store.h"
 #include "cluster/waiting.h"
 
 namespace shmipam::cluster {
@@ -24,7 +24,7 @@ struct PoolSnapshot {
     std::optional<BlockStore::Geometry> geometry;
 };
 
-Expected<PoolSnapshot> read_pool_snapshot(EtcdClient& etcd, const std::string& prefix,
+Expected<PoolSnapshot> read_pool_snapshot(KvStore& store, const std::string& prefix,
                                           const std::string& pool, uint64_t now);
 
 }  // namespace shmipam::cluster

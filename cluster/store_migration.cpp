@@ -48,9 +48,9 @@ std::string owner_in(const std::string& value, const char* field) {
 
 }  // namespace
 
-Expected<V1Store> read_v1(EtcdClient& etcd, const std::string& prefix, const CidrOf& cidr_of) {
+Expected<V1Store> read_v1(KvStore& store, const std::string& prefix, const CidrOf& cidr_of) {
     const std::string root = keys::v1_pools(prefix);
-    auto kvs = etcd.get_prefix(root);
+    auto kvs = store.get_prefix(root);
     if (!kvs) return kvs.error();
     V1Store out;
     std::map<std::string, std::optional<RegisteredPool>> pools;
@@ -74,7 +74,7 @@ Expected<V1Store> read_v1(EtcdClient& etcd, const std::string& prefix, const Cid
                 pools[pool] = m;
             } else if (owner_in(kv.value, "cidr") == kFencedCidr) {
                 // Fenced by an earlier run: the pool as that run registered it.
-                auto reg = registration(etcd, prefix, pool);
+                auto reg = registration(store, prefix, pool);
                 if (!reg) return reg.error();
                 pools[pool] = *reg;
             } else {
@@ -145,7 +145,7 @@ Expected<V1Store> read_v1(EtcdClient& etcd, const std::string& prefix, const Cid
     return out;
 }
 
-Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix, const V1Store& v1,
+Expected<MigrationCounts> migrate_v1(KvStore& store, const std::string& prefix, const V1Store& v1,
                                      bool apply) {
     if (!v1.problems.empty()) {
         std::string why;
@@ -154,19 +154,19 @@ Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix
     }
     MigrationCounts n;
     for (const auto& p : v1.pools) {
-        auto held = registration(etcd, prefix, p.pool);
+        auto held = registration(store, prefix, p.pool);
         if (!held) return held.error();
         if (*held) continue;  // registered by an earlier run (a conflict is register_pool's)
         ++n.registrations;
         if (!apply) continue;
-        if (auto st = register_pool(etcd, prefix, p.pool, p.cidr, p.block_prefix); !st) {
+        if (auto st = register_pool(store, prefix, p.pool, p.cidr, p.block_prefix); !st) {
             return st.error();
         }
     }
     // Each key created if absent; one an earlier run created holds the same owner.
     const auto carry = [&](const std::string& key, const std::string& value, const char* field,
                            size_t& count) -> Status {
-        auto held = etcd.get(key);
+        auto held = store.get(key);
         if (!held) return held.error();
         if (*held) {
             if (owner_in((*held)->value, field) == owner_in(value, field)) return Ok{};
@@ -176,7 +176,7 @@ Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix
         }
         ++count;
         if (!apply) return Ok{};
-        auto made = etcd.create_if_absent(key, value);
+        auto made = store.create_if_absent(key, value);
         if (!made) return made.error();
         return Ok{};
     };
@@ -200,30 +200,30 @@ Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix
     const json fence{{"cidr", kFencedCidr}, {"blockPrefix", -1}};
     for (const auto& p : v1.pools) {
         const std::string key = keys::v1_pools(prefix) + p.pool + std::string(keys::kMeta);
-        auto held = etcd.get(key);
+        auto held = store.get(key);
         if (!held) return held.error();
         if (*held && owner_in((*held)->value, "cidr") == kFencedCidr) continue;
         ++n.fences;
         if (apply) {
-            auto put = etcd.put(key, fence.dump());
+            auto put = store.put(key, fence.dump());
             if (!put) return put.error();
         }
     }
-    auto version = etcd.get(keys::schema(prefix));
+    auto version = store.get(keys::schema(prefix));
     if (!version) return version.error();
     if (!*version) {
         n.schema = true;
         if (apply) {
             const json record{{"version", keys::kSchemaVersion}, {"migratedFrom", 1}};
-            auto made = etcd.create_if_absent(keys::schema(prefix), record.dump());
+            auto made = store.create_if_absent(keys::schema(prefix), record.dump());
             if (!made) return made.error();
         }
     }
     return n;
 }
 
-Status remove_v1(EtcdClient& etcd, const std::string& prefix) {
-    auto done = etcd.txn({}, {{prefix + "/v1/", std::nullopt, true}});
+Status remove_v1(KvStore& store, const std::string& prefix) {
+    auto done = store.txn({}, {{prefix + "/v1/", std::nullopt, true}});
     if (!done) return done.error();
     return Ok{};
 }

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cluster/etcd_client.h"
+#include "cluster/kv_store.h"
 #include "cluster/pool_registry.h"
 #include "engine/addr/ip_address.h"
 
@@ -47,7 +47,7 @@ struct V1Store {
 // The v1 layout as the store holds it. `cidr_of` gives the CIDR of a pool without a v1 meta
 // (from the node's pool files), nullopt when it has none.
 using CidrOf = std::function<std::optional<engine::Cidr>(const std::string& pool)>;
-Expected<V1Store> read_v1(EtcdClient& etcd, const std::string& prefix, const CidrOf& cidr_of);
+Expected<V1Store> read_v1(KvStore& store, const std::string& prefix, const CidrOf& cidr_of);
 
 // What applying would still write (0: the store holds all of it already).
 struct MigrationCounts {
@@ -57,10 +57,10 @@ struct MigrationCounts {
 };
 // With apply false, only counts; with apply true, writes (steps 1 to 4) and counts what it
 // wrote. A v2 key that exists already with another owner is a conflict (code 7, naming it).
-Expected<MigrationCounts> migrate_v1(EtcdClient& etcd, const std::string& prefix, const V1Store& v1,
+Expected<MigrationCounts> migrate_v1(KvStore& store, const std::string& prefix, const V1Store& v1,
                                      bool apply);
 
 // Deletes every v1 key (after the migration, once no node runs a v1 release).
-Status remove_v1(EtcdClient& etcd, const std::string& prefix);
+Status remove_v1(KvStore& store, const std::string& prefix);
 
 }  // namespace shmipam::cluster

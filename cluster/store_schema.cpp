@@ -18,29 +18,27 @@ std::optional<int> version_of(const KeyValue& kv) {
     return it->get<int>();
 }
 
-json record() {
+json schema_value() {
     return json{{"version", keys::kSchemaVersion}};
 }
 
 }  // namespace
 
-Expected<int> stored_schema_version(EtcdClient& etcd, const std::string& prefix) {
-    auto kv = etcd.get(keys::schema(prefix));
-    if (!kv) return kv.error();
-    if (!*kv) return 0;
-    return version_of(**kv).value_or(0);
+Status ensure_schema(KvStore& kv, const std::string& prefix, bool stamp) {
+    auto record = kv.get(keys::schema(prefix));
+    if (!record) return record.error();
+    return ensure_schema(kv, prefix, *record, stamp);
 }
 
-Status ensure_schema(EtcdClient& etcd, const std::string& prefix, bool stamp) {
-    auto kv = etcd.get(keys::schema(prefix));
-    if (!kv) return kv.error();
-    if (*kv) {
-        const std::optional<int> v = version_of(**kv);
+Status ensure_schema(KvStore& kv, const std::string& prefix, const std::optional<KeyValue>& record,
+                     bool stamp) {
+    if (record) {
+        const std::optional<int> v = version_of(*record);
         if (v && *v == keys::kSchemaVersion) return Ok{};
         if (!v) {
             return make_error(Code::kInvalidConfig,
                               "the cluster store's schema record " + keys::schema(prefix) +
-                                  " holds " + (*kv)->value +
+                                  " holds " + record->value +
                                   ", not {\"version\": N}: it was written by hand or damaged; "
                                   "put back {\"version\": 2} if the store holds this layout");
         }
@@ -50,7 +48,7 @@ Status ensure_schema(EtcdClient& etcd, const std::string& prefix, bool stamp) {
                               std::to_string(keys::kSchemaVersion) +
                               ": upgrade shmipam on this node (a newer release wrote it)");
     }
-    auto v1 = etcd.any_under(keys::v1_pools(prefix));
+    auto v1 = kv.any_under(keys::v1_pools(prefix));
     if (!v1) return v1.error();
     if (*v1) {
         return make_error(
@@ -63,7 +61,7 @@ Status ensure_schema(EtcdClient& etcd, const std::string& prefix, bool stamp) {
     if (!stamp) return Ok{};
     // An empty store: this layout from the start. Another writer stamping it at once writes the
     // same record.
-    auto made = etcd.create_if_absent(keys::schema(prefix), record().dump());
+    auto made = kv.create_if_absent(keys::schema(prefix), schema_value().dump());
     if (!made) return made.error();
     if (made->created || !made->held) return Ok{};
     if (version_of(*made->held) == keys::kSchemaVersion) return Ok{};

@@ -4,8 +4,10 @@
 // and a store a newer release wrote is left to that release.
 #pragma once
 
+#include <optional>
+
 #include "base/status.h"
-#include "cluster/etcd_client.h"
+#include "cluster/kv_store.h"
 
 namespace shmipam::cluster {
 
@@ -13,10 +15,9 @@ namespace shmipam::cluster {
 // prefix) is stamped with it, unless `stamp` is false (a reader: an empty store reads as empty).
 // Code 7 naming what to do for a store of the v1 layout (no version record, v1 keys present) or
 // of another version.
-Status ensure_schema(EtcdClient& etcd, const std::string& prefix, bool stamp = true);
-
-// The version a store's record names, 0 without one (or one that does not parse: reported by
-// ensure_schema).
-Expected<int> stored_schema_version(EtcdClient& etcd, const std::string& prefix);
+Status ensure_schema(KvStore& kv, const std::string& prefix, bool stamp = true);
+// The same with the schema record as just read (nullopt: absent), which saves reading it again.
+Status ensure_schema(KvStore& kv, const std::string& prefix, const std::optional<KeyValue>& record,
+                     bool stamp);
 
 }  // namespace shmipam::cluster

@@ -12,7 +12,6 @@
 
 namespace shmipam::cluster {
 
-
 namespace {
 
 // An address record: {"claim": "<claim key>"} under a key that is an address.
@@ -27,7 +26,7 @@ bool cidr_record(const std::string& name, const KeyValue& kv) {
 
 }  // namespace
 
-Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std::string& prefix,
+Expected<std::vector<std::string>> unreadable_values(KvStore& store, const std::string& prefix,
                                                      const std::vector<KeyValue>& pool_kvs) {
     auto geometry_of = BlockStore::geometries(prefix, pool_kvs);
     std::vector<std::string> out;
@@ -51,7 +50,7 @@ Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std
         }
         if (!readable) out.push_back(kv.key);
     }
-    auto records = etcd.get_prefix(keys::cidrs(prefix));
+    auto records = store.get_prefix(keys::cidrs(prefix));
     if (!records) return records.error();
     for (const KeyValue& kv : *records) {
         if (!cidr_record(kv.key.substr(keys::cidrs(prefix).size()), kv)) out.push_back(kv.key);

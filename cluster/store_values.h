@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cluster/etcd_client.h"
+#include "cluster/kv_store.h"
 
 namespace shmipam::cluster {
 
@@ -16,7 +16,7 @@ namespace shmipam::cluster {
 // (a field missing or of another type, a key that does not parse, a block of another size than
 // its pool's registration or outside it, a key of no known kind), in key order. `pool_kvs`:
 // everything under <prefix>/v2/pools/ as the caller read it (the CIDR records are read here).
-Expected<std::vector<std::string>> unreadable_values(EtcdClient& etcd, const std::string& prefix,
+Expected<std::vector<std::string>> unreadable_values(KvStore& store, const std::string& prefix,
                                                      const std::vector<KeyValue>& pool_kvs);
 
 }  // namespace shmipam::cluster

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "cluster/address_ranges.h"
 #include "cluster/key_schema.h"
 
 namespace shmipam::cluster {
@@ -25,17 +26,7 @@ std::optional<uint64_t> number(const json& v, const char* field) {
 }  // namespace
 
 bool Waiter::could_use(const engine::Cidr& block) const {
-    if (usable.empty()) return true;
-    const engine::IpAddress first = block.network();
-    const engine::u128 size = engine::u128{1} << (first.bits() - block.prefix);
-    const engine::u128 last = first.value + (size - 1);
-    for (const auto& r : usable) {
-        if (r.first.family == first.family && r.first.value <= last &&
-            r.last.value >= first.value) {
-            return true;
-        }
-    }
-    return false;
+    return serves(usable, block);
 }
 
 Status Waiting::mark_waiting(const std::string& pool, const std::string& node,
@@ -43,14 +34,14 @@ Status Waiting::mark_waiting(const std::string& pool, const std::string& node,
     json ranges = json::array();
     for (const auto& r : usable) ranges.push_back(r.first.to_string() + "-" + r.last.to_string());
     // A put, not a compare: only `node` writes its record, and each write is its latest try.
-    auto r = etcd_.put(keys::waiter(prefix_, pool, node),
-                       json{{"lastUnixS", now_unix_s()}, {"usable", ranges}}.dump());
+    auto r = kv_.put(keys::waiter(prefix_, pool, node),
+                     json{{"lastUnixS", now_unix_s()}, {"usable", ranges}}.dump());
     if (!r) return r.error();
     return Ok{};
 }
 
 Status Waiting::clear_waiting(const std::string& pool, const std::string& node) {
-    auto r = etcd_.txn({}, {{keys::waiter(prefix_, pool, node), std::nullopt}});
+    auto r = kv_.txn({}, {{keys::waiter(prefix_, pool, node), std::nullopt}});
     if (!r) return r.error();
     return Ok{};
 }
@@ -87,7 +78,7 @@ std::optional<IdleBlock> parse_idle(const std::string& block_name, const KeyValu
 
 Expected<std::vector<Waiter>> Waiting::waiters(const std::string& pool, uint64_t now) {
     const std::string root = keys::waiting(prefix_, pool);
-    auto kvs = etcd_.get_prefix(root);
+    auto kvs = kv_.get_prefix(root);
     if (!kvs) return kvs.error();
     std::vector<Waiter> out;
     for (const KeyValue& kv : *kvs) {
@@ -101,7 +92,7 @@ Status Waiting::mark_idle(const std::string& pool, const engine::Cidr& block,
                           const std::string& node, uint64_t since_unix_s) {
     const json v{{"node", node}, {"sinceUnixS", since_unix_s}};
     const std::string key = keys::idle_block(prefix_, pool, block);
-    auto r = etcd_.create_if_absent(key, v.dump());
+    auto r = kv_.create_if_absent(key, v.dump());
     if (!r) return r.error();
     if (r->created || !r->held) return Ok{};
     // A record left by the block's earlier owner (given back without its record cleared) says
@@ -114,21 +105,21 @@ Status Waiting::mark_idle(const std::string& pool, const engine::Cidr& block,
         *since >= since_unix_s) {
         return Ok{};
     }
-    auto replaced = etcd_.txn({{key, EtcdClient::Compare::Target::kMod, r->held->mod_revision}},
-                              {{key, v.dump()}});
+    auto replaced =
+        kv_.txn({{key, KvStore::Compare::Target::kMod, r->held->mod_revision}}, {{key, v.dump()}});
     if (!replaced) return replaced.error();
     return Ok{};
 }
 
 Status Waiting::clear_idle(const std::string& pool, const engine::Cidr& block) {
-    auto r = etcd_.txn({}, {{keys::idle_block(prefix_, pool, block), std::nullopt}});
+    auto r = kv_.txn({}, {{keys::idle_block(prefix_, pool, block), std::nullopt}});
     if (!r) return r.error();
     return Ok{};
 }
 
 Expected<std::vector<IdleBlock>> Waiting::idle(const std::string& pool) {
     const std::string root = keys::idle(prefix_, pool);
-    auto kvs = etcd_.get_prefix(root);
+    auto kvs = kv_.get_prefix(root);
     if (!kvs) return kvs.error();
     std::vector<IdleBlock> out;
     for (const KeyValue& kv : *kvs) {

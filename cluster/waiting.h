@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cluster/etcd_client.h"
 #include "cluster/helper_protocol.h"
+#include "cluster/kv_store.h"
 #include "engine/addr/ip_address.h"
 
 namespace shmipam::cluster {
@@ -54,7 +54,7 @@ std::optional<IdleBlock> parse_idle(const std::string& block_name, const KeyValu
 
 class Waiting {
   public:
-    Waiting(EtcdClient& etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+    Waiting(KvStore& kv, std::string prefix) : kv_(kv), prefix_(std::move(prefix)) {}
 
     // `node` found no block of `pool` now, wanting one with an address of `usable` / got one.
     Status mark_waiting(const std::string& pool, const std::string& node,
@@ -75,7 +75,7 @@ class Waiting {
     Expected<std::vector<IdleBlock>> idle(const std::string& pool);
 
   private:
-    EtcdClient& etcd_;
+    KvStore& kv_;
     std::string prefix_;
 };
 

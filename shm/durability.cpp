@@ -31,18 +31,6 @@ Status pwrite_all(FileSystem& fs, int fd, const void* buf, size_t len, off_t off
 
 }  // namespace
 
-const char* sync_mode_name(SyncMode m) {
-    switch (m) {
-        case SyncMode::kNone:
-            return "none";
-        case SyncMode::kFdatasync:
-            return "fdatasync";
-        case SyncMode::kIoUring:
-            return "io_uring";
-    }
-    return "?";
-}
-
 Status write_durably(int fd, const void* buf, size_t len, off_t off, SyncMode mode,
                      SyncMode* used) {
     FileSystem& fs = file_system();

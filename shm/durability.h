@@ -23,8 +23,6 @@ enum class SyncMode {
     kIoUring,    // linked write + fdatasync in one io_uring submission
 };
 
-const char* sync_mode_name(SyncMode m);
-
 // Writes len bytes at off and, unless kNone, makes them durable before returning. kIo on failure
 // (a short write, ENOSPC, EIO...). `used` tells which backend did it.
 Status write_durably(int fd, const void* buf, size_t len, off_t off, SyncMode mode,

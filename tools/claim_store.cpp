@@ -5,9 +5,9 @@
 #include "cluster/block_cache.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
+#include "cluster/guarded_store.h"
 #include "cluster/key_schema.h"
 #include "cluster/pool_registry.h"
-#include "cluster/store_schema.h"
 #include "tools/cluster_setup.h"
 
 namespace shmipam::tools {
@@ -56,10 +56,17 @@ Status hold_in_cluster_store(const ClaimNetwork& net, ClaimPlan& plan, bool appl
     }
     auto cfg = cluster::etcd_config_from_json(setup->etcd);
     if (!cfg) return cfg.error();
-    cluster::EtcdClient etcd(*cfg);
+    cluster::EtcdClient client(*cfg);
     const std::string prefix = cluster::etcd_prefix(setup->etcd);
-    if (auto st = cluster::ensure_schema(etcd, prefix, apply); !st) return st;
-    cluster::FixedClaims claims(etcd, prefix);
+    // The claim is written only into the store this node's claims are in: not another
+    // cluster's, not one gone back in time (its claims may be missing from it), not another
+    // layout. A dry run stamps nothing.
+    cluster::Guards guards;
+    guards.stamp_schema = apply;
+    auto opened = cluster::GuardedStore::open(client, prefix, setup->state_dir(), guards);
+    if (!opened) return opened.error();
+    cluster::GuardedStore& store = *opened;
+    cluster::FixedClaims claims(store, prefix);
     auto held = claims.get(pool, plan.key);
     if (!held) return held.error();
     if (*held && !((*held)->address == address)) {
@@ -73,7 +80,7 @@ Status hold_in_cluster_store(const ClaimNetwork& net, ClaimPlan& plan, bool appl
     if (*held) return Ok{};
     // The node holds it and the store does not: the store's claim is (re)made, as a new one is.
     plan.status = ClaimPlan::Status::kCreate;
-    auto record = etcd.get(cluster::keys::address(prefix, pool, address));
+    auto record = store.get(cluster::keys::address(prefix, pool, address));
     if (!record) return record.error();
     if (*record) {
         return refuse(plan, address.to_string() + " is held in the store by " + (*record)->value);
@@ -81,7 +88,7 @@ Status hold_in_cluster_store(const ClaimNetwork& net, ClaimPlan& plan, bool appl
     if (!apply) return Ok{};
     const pools::IpPool* spec = net.catalog ? net.catalog->pool(pool) : nullptr;
     if (spec != nullptr) {
-        if (auto st = cluster::register_pool(etcd, prefix, pool, spec->subnet, 0); !st) return st;
+        if (auto st = cluster::register_pool(store, prefix, pool, spec->subnet, 0); !st) return st;
     }
     auto made = claims.restore(pool, plan.key, address, setup->node, plan.wanted.keep_idle,
                                uint64_t(std::time(nullptr)));

@@ -5,10 +5,10 @@
 #include <map>
 #include <set>
 
+#include "cluster/block_release.h"
 #include "cluster/give_back_rule.h"
 #include "cluster/pool_snapshot.h"
 #include "tools/cluster_node_use.h"
-#include "tools/cluster_release.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -80,10 +80,10 @@ Expected<std::optional<cluster::protocol::ReleaseAnswer>> give_back_one(
         min_age_s,
         /*even_last=*/true};
     auto released = use.found == PoolUse::Found::kNone
-                        ? cluster_helper::release_unused_block(
+                        ? cluster::release_unused_block(
                               req, store, *owned,
                               [&] { return has_pool_state(setup.run_dir, setup.data_dir, pool); })
-                        : cluster_helper::release_block(req, store, *owned);
+                        : cluster::release_block(req, store, *owned);
     if (!released) return released.error();
     return Answer{*released};
 }
@@ -112,7 +112,7 @@ Expected<std::optional<PassRow>> give_back_for_waiters(
 
     // The rule decides on one read of the pool (cluster/pool_snapshot.h), taken after this
     // node's records were brought in line.
-    auto snap = cluster::read_pool_snapshot(store.etcd(), store.prefix(), pool, now);
+    auto snap = cluster::read_pool_snapshot(store.kv(), store.prefix(), pool, now);
     if (!snap) return snap.error();
     std::set<std::string> claimed;
     std::map<std::string, std::string> owner_of;

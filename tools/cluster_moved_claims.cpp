@@ -18,7 +18,7 @@ std::string listed(const std::vector<engine::IpAddress>& addresses) {
 
 }  // namespace
 
-Expected<std::vector<PassRow>> moved_claims(const ClusterSetup& setup, cluster::EtcdClient& etcd,
+Expected<std::vector<PassRow>> moved_claims(const ClusterSetup& setup, cluster::KvStore& etcd,
                                             const std::string& pool) {
     std::vector<PassRow> out;
     auto store = open_network(setup.run_dir, "pool/" + pool, shm::Access::kReadOnly);

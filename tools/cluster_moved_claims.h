@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cluster/etcd_client.h"
+#include "cluster/kv_store.h"
 #include "tools/cluster_setup.h"
 #include "tools/render/cluster.h"
 
@@ -18,7 +18,7 @@ namespace shmipam::tools {
 // another address (made again meanwhile), or is gone. The node's claims are read before the
 // store's: a claim an ADD makes here is taken in the store first, so one seen here has its
 // store claim in the read that follows unless it moved or went since (then it is reported).
-Expected<std::vector<PassRow>> moved_claims(const ClusterSetup& setup, cluster::EtcdClient& etcd,
+Expected<std::vector<PassRow>> moved_claims(const ClusterSetup& setup, cluster::KvStore& etcd,
                                             const std::string& pool);
 
 }  // namespace shmipam::tools

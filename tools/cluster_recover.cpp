@@ -157,9 +157,11 @@ Expected<RecoverReport> recover_node(const ClusterSetup& setup, bool apply) {
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
     // The store as it is: this verb is the way out of the revision guard, so it does not ask it.
-    auto view = read_store(setup, false);
+    cluster::Guards guards{cluster::Guards::ClusterId::kIgnore};
+    guards.check_revision_floor = false;
+    auto view = read_store(setup, guards);
     if (!view) return view.error();
-    cluster::EtcdClient& etcd = *view->etcd;
+    cluster::KvStore& etcd = *view->store;
     const std::string dir = setup.state_dir();
     RecoverReport report;
     report.node = setup.node;

@@ -6,8 +6,6 @@
 #include "cluster/etcd_config.h"
 #include "cluster/key_schema.h"
 #include "cluster/node_name.h"
-#include "cluster/revision_floor.h"
-#include "cluster/store_schema.h"
 #include "cluster/store_values.h"
 #include "ipam/pool_config.h"
 #include "tools/verbs/verbs.h"
@@ -77,28 +75,22 @@ std::set<std::string> cached_pools(const std::string& state_dir) {
     return out;
 }
 
-Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision) {
+Expected<StoreView> read_store(const ClusterSetup& setup, cluster::Guards guards) {
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
-    StoreView v{std::make_unique<cluster::EtcdClient>(*cfg), {}, {}};
+    StoreView v;
+    v.client = std::make_unique<cluster::EtcdClient>(*cfg);
     const std::string prefix = cluster::etcd_prefix(setup.etcd);
+    guards.stamp_schema = false;  // a reader: an empty store reads as empty
+    auto store = cluster::GuardedStore::open(*v.client, prefix, setup.state_dir(), guards);
+    if (!store) return store.error();
+    v.store = std::make_unique<cluster::GuardedStore>(std::move(*store));
     // One read of every pool's keys: the blocks and the values checked come from it.
-    auto kvs = v.etcd->get_prefix(cluster::keys::pools(prefix));
+    auto kvs = v.store->get_prefix(cluster::keys::pools(prefix));
     if (!kvs) return kvs.error();
-    // Read only: ls, gc and the pass never raise the floor here (the pass does once it passed).
-    if (check_revision) {
-        if (auto st = cluster::check_revision_floor(setup.state_dir(), v.etcd->highest_revision());
-            !st) {
-            return st.error();
-        }
-    }
     v.blocks = cluster::BlockStore::blocks_by_pool(prefix, *kvs);
-    // The store's layout first: a store of another layout reads as empty, not as this one.
-    if (auto st = cluster::ensure_schema(*v.etcd, prefix, /*stamp=*/false); !st) {
-        return st.error();
-    }
     // Every value that is not what its key says, whatever its kind.
-    auto unreadable = cluster::unreadable_values(*v.etcd, prefix, *kvs);
+    auto unreadable = cluster::unreadable_values(*v.store, prefix, *kvs);
     if (!unreadable) return unreadable.error();
     v.unreadable = std::move(*unreadable);
     return v;

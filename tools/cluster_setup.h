@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "cluster/block_store.h"
 #include "cluster/etcd_client.h"
+#include "cluster/guarded_store.h"
 
 namespace shmipam::tools {
 
@@ -37,16 +38,16 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
 // The pools this node caches blocks of: <dataDir>/_cluster/<pool>.blocks.
 std::set<std::string> cached_pools(const std::string& state_dir);
 
-// The store's client for the config's etcd, and every pool's blocks as it says now. Refused
-// (code 7) when the store answers at a lower revision than the node's dataDir remembers
-// (cluster/revision_floor.h: it went back in time), unless `check_revision` is false (the
-// recovery verb, which is the way out of that).
+// The store of the config's etcd opened through `guards` (cluster/guarded_store.h: code 7 when
+// the store is another cluster's, went back in time, or holds another layout), and every
+// pool's blocks as it says now. Readers never stamp an empty store.
 struct StoreView {
-    std::unique_ptr<cluster::EtcdClient> etcd;
+    std::unique_ptr<cluster::EtcdClient> client;
+    std::unique_ptr<cluster::GuardedStore> store;  // over `client`
     std::map<std::string, std::vector<cluster::Block>> blocks;
     std::vector<std::string> unreadable;  // keys of values that are not what their key says
 };
-Expected<StoreView> read_store(const ClusterSetup& setup, bool check_revision = true);
+Expected<StoreView> read_store(const ClusterSetup& setup, cluster::Guards guards);
 
 // Node names from a file (or - for stdin): a JSON list of names, a Kubernetes NodeList
 // (`kubectl get nodes -o json`), or one name per line (code 6 for anything else).

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cluster/cluster_identity.h"
+#include "tests/support/kv_contract.h"
 #include "tests/support/plugin_runner.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/three_etcd_members.h"
@@ -54,6 +55,13 @@ class Etcd : public testing::ThreeEtcdMembers {
         return it == member_of.end() ? etcd->size() : it->second;
     }
 };
+
+// The in-process tests of cluster logic run over tests/support/memory_kv.h, which answers these
+// same assertions (tests/unit/memory_kv_test.cpp): here, that etcd does as they assume.
+TEST_F(Etcd, AnswersAsTheInMemoryStoreOfTheUnitTestsDoes) {
+    EtcdClient client(config());
+    testing::expect_etcd_semantics(client, "/contract/");
+}
 
 TEST_F(Etcd, EveryMemberAnswersForOneCluster) {
     uint64_t cluster = 0;

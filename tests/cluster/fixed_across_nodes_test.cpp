@@ -14,6 +14,7 @@
 
 #include "cluster/fixed_claims.h"
 #include "cluster/key_schema.h"
+#include "cluster/revision_floor.h"
 #include "tests/cluster/simulated_nodes.h"
 #include "tests/support/wait_for.h"
 
@@ -555,6 +556,24 @@ TEST_F(FixedAcrossNodes, AClaimMadeByHandGoesToEtcdWithItsPolicyAndThePodGetsItO
     EXPECT_EQ(taken.exit_code, 2) << taken.out << taken.err;
     EXPECT_NE((taken.out + taken.err).find("10.78.0.5"), std::string::npos) << taken.out;
     EXPECT_EQ(claims_in_etcd().size(), 1u);
+}
+
+// An operator's claim is written only into the store the node's claims are in: a store that
+// went back in time (the node remembers a later revision than it answers with) may lack claims
+// the node holds, and `claims create` used to write into it after checking the schema alone.
+TEST_F(FixedAcrossNodes, ClaimsCreateIntoAStoreThatWentBackInTimeIsRefusedAndWritesNothing) {
+    const std::string conf = dir.sub("node-0-sts.conf");
+    write_file(conf, sts_config(0, "db-0").dump());
+    cluster::EtcdClient client(client_config());
+    ASSERT_TRUE(client.get(cluster::keys::schema("/shmipam")));
+    const std::string state = dir.sub("node-0/data/_cluster");
+    ASSERT_TRUE(cluster::reset_revision_floor(state, client.highest_revision() + 1000));
+    auto refused = run_ctl({"claims", "create", "--config", conf, "--pod", "shop/db-0", "--address",
+                            "10.78.0.5", "--apply"});
+    EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+    EXPECT_NE((refused.out + refused.err).find("went back in time"), std::string::npos)
+        << refused.out << refused.err;
+    EXPECT_TRUE(claims_in_etcd().empty()) << "nothing written into the store";
 }
 
 // A node's export imported after the store lost its claims (restored from an older backup, or

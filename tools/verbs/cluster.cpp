@@ -62,7 +62,7 @@ Expected<ClusterLsNotes> ls_notes(const ClusterSetup& setup, StoreView& view,
                                   const std::map<std::string, int>& pools) {
     ClusterLsNotes notes;
     notes.unreadable = view.unreadable;
-    cluster::Waiting waiting(*view.etcd, cluster::etcd_prefix(setup.etcd));
+    cluster::Waiting waiting(*view.store, cluster::etcd_prefix(setup.etcd));
     const uint64_t now = uint64_t(std::time(nullptr));
     std::set<std::string> names;
     for (const auto& [pool, blocks] : view.blocks) names.insert(pool);
@@ -81,7 +81,7 @@ Expected<ClusterLsNotes> ls_notes(const ClusterSetup& setup, StoreView& view,
         }
     }
     for (const auto& pool : setup.fixed_pools) {
-        auto moved = moved_claims(setup, *view.etcd, pool);
+        auto moved = moved_claims(setup, *view.store, pool);
         if (!moved) return moved.error();
         for (const auto& m : *moved) {
             notes.moved.push_back({pool, m.block, m.owner, m.container, m.why});
@@ -129,7 +129,8 @@ std::string kept_by_policy(const cluster::FixedClaim& c, uint64_t now) {
 int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
     auto setup = read_setup(o.config, o.node, common.run_dir);
     if (!setup) return cannot_read(setup.error());
-    auto view = read_store(*setup);
+    // A reader: the store of another cluster is shown as it is.
+    auto view = read_store(*setup, cluster::Guards{cluster::Guards::ClusterId::kIgnore});
     if (!view) return cannot_read(view.error());
     auto* in_store = &view->blocks;
 
@@ -220,9 +221,10 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
     }
     auto setup = read_setup(o.config, "", common.run_dir);
     if (!setup) return cannot_read(setup.error());
-    auto view = read_store(*setup);
+    // gc writes: the store is checked against this node's cluster id too, when it has one.
+    auto view = read_store(*setup, cluster::Guards{});
     if (!view) return cannot_read(view.error());
-    cluster::EtcdClient& etcd = *view->etcd;
+    cluster::KvStore& etcd = *view->store;
     cluster::FixedClaims fixed(etcd, cluster::etcd_prefix(setup->etcd));
     auto claims = fixed.everywhere();
     if (!claims) return cannot_read(claims.error());

@@ -9,9 +9,9 @@
 #include "cluster/block_store.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
+#include "cluster/guarded_store.h"
 #include "cluster/key_schema.h"
 #include "cluster/pool_registry.h"
-#include "cluster/store_schema.h"
 #include "tools/cluster_setup.h"
 #include "tools/verbs/verbs.h"
 
@@ -25,28 +25,30 @@ int cmd_cluster_drop_pool(const CommonOptions& common, const ClusterDropPoolOpti
     if (!setup) return cannot_read(setup.error());
     auto cfg = cluster::etcd_config_from_json(setup->etcd);
     if (!cfg) return cannot_read(cfg.error());
-    cluster::EtcdClient etcd(*cfg);
+    cluster::EtcdClient client(*cfg);
     const std::string prefix = cluster::etcd_prefix(setup->etcd);
-    if (auto st = cluster::ensure_schema(etcd, prefix); !st) return cannot_read(st.error());
+    auto opened = cluster::GuardedStore::open(client, prefix, setup->state_dir(), {});
+    if (!opened) return cannot_read(opened.error());
+    cluster::GuardedStore& store = *opened;
 
-    auto meta = etcd.get(cluster::keys::meta(prefix, o.pool));
+    auto meta = store.get(cluster::keys::meta(prefix, o.pool));
     if (!meta) return cannot_read(meta.error());
     std::optional<cluster::KeyValue> record;
     std::string cidr = "no registration";
     if (*meta) {
         if (auto m = cluster::parse_meta(o.pool, (*meta)->value)) {
             cidr = m->cidr.to_string();
-            auto r = etcd.get(cluster::keys::cidr(prefix, m->cidr));
+            auto r = store.get(cluster::keys::cidr(prefix, m->cidr));
             if (!r) return cannot_read(r.error());
             // Only a record that names this pool goes with it.
             if (*r && cluster::pool_of_record(**r) == o.pool) record = **r;
         }
     }
-    auto blocks = etcd.get_prefix(cluster::keys::blocks(prefix, o.pool));
+    auto blocks = store.get_prefix(cluster::keys::blocks(prefix, o.pool));
     if (!blocks) return cannot_read(blocks.error());
-    auto claims = etcd.get_prefix(cluster::keys::claims(prefix, o.pool));
+    auto claims = store.get_prefix(cluster::keys::claims(prefix, o.pool));
     if (!claims) return cannot_read(claims.error());
-    auto rest = etcd.any_under(cluster::keys::pool_root(prefix, o.pool));
+    auto rest = store.any_under(cluster::keys::pool_root(prefix, o.pool));
     if (!rest) return cannot_read(rest.error());
     if (!*meta && !*rest) {
         std::cout << "pool " << o.pool << " is not in the cluster store: nothing to do\n";
@@ -82,11 +84,11 @@ int cmd_cluster_drop_pool(const CommonOptions& common, const ClusterDropPoolOpti
         return kExitViolations;
     }
     if (!held_by.empty()) {
-        auto gone = etcd.txn({}, {{cluster::keys::blocks(prefix, o.pool), std::nullopt, true},
-                                  {cluster::keys::claims(prefix, o.pool), std::nullopt, true}});
+        auto gone = store.txn({}, {{cluster::keys::blocks(prefix, o.pool), std::nullopt, true},
+                                   {cluster::keys::claims(prefix, o.pool), std::nullopt, true}});
         if (!gone) return cannot_read(gone.error());
     }
-    auto dropped = cluster::drop_pool(etcd, prefix, o.pool, *meta, record);
+    auto dropped = cluster::drop_pool(store, prefix, o.pool, *meta, record);
     if (!dropped) return cannot_read(dropped.error());
     if (!*dropped) {
         std::cout << "pool " << o.pool

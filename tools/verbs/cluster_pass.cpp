@@ -121,7 +121,7 @@ Expected<bool> store_knows_node(const ClusterSetup& setup, const StoreView& view
             if (b.node == setup.node) return true;
         }
     }
-    auto claims = cluster::FixedClaims(*view.etcd, cluster::etcd_prefix(setup.etcd)).everywhere();
+    auto claims = cluster::FixedClaims(*view.store, cluster::etcd_prefix(setup.etcd)).everywhere();
     if (!claims) return claims.error();
     for (const auto& [pool, c] : *claims) {
         if (c.node == setup.node) return true;
@@ -138,7 +138,7 @@ Expected<bool> store_knows_node(const ClusterSetup& setup, const StoreView& view
 Expected<bool> node_files_trusted(const ClusterSetup& setup, const StoreView& view) {
     const std::string dir = setup.state_dir();
     if (cluster::has_cluster_id(dir)) {
-        if (auto st = cluster::check_cluster_id(dir, view.etcd->last_header().cluster_id); !st) {
+        if (auto st = cluster::check_cluster_id(dir, view.store->last_header().cluster_id); !st) {
             Error e = st.error();
             e.msg = "dataDir " + setup.data_dir + ": " + e.msg +
                     " (if the pass runs in a container, is the node's dataDir mounted at this "
@@ -175,7 +175,8 @@ std::optional<std::set<std::string>> configured_names(const ClusterSetup& setup)
 // One node pass over every pool the node caches or the store gives it blocks of, and the fixed
 // pools' claims. An error in one pool is that pool's row (kFailed); the others are passed.
 Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
-    auto view = read_store(setup);
+    // The cluster id is judged below, with what it means for the pass.
+    auto view = read_store(setup, cluster::Guards{cluster::Guards::ClusterId::kIgnore});
     if (!view) return view.error();
     // Which cluster answers, and whether these are the node's files, before any is rewritten.
     auto trusted = node_files_trusted(setup, *view);
@@ -191,8 +192,8 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
     const uint64_t lock_wait_ms = cluster::kLockWaitBudgets * cfg->budget_ms;
-    cluster::BlockStore store(*view->etcd, cluster::etcd_prefix(setup.etcd));
-    cluster::Waiting waiting(*view->etcd, cluster::etcd_prefix(setup.etcd));
+    cluster::BlockStore store(*view->store, cluster::etcd_prefix(setup.etcd));
+    cluster::Waiting waiting(*view->store, cluster::etcd_prefix(setup.etcd));
     std::vector<PassRow> out;
     const auto failed = [&](const std::string& pool, const Error& e) {
         PassRow row{pool, "", PassRow::Action::kFailed};
@@ -219,7 +220,7 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
         // Under the pool lock, as the node's takes and give-ups are: a local claim read has its
         // store claim in the read after it, unless another node took it or it went by hand.
         auto lock = cluster::PoolLock::acquire(files.lock(pool), lock_wait_ms);
-        auto rows = lock ? moved_claims(setup, *view->etcd, pool)
+        auto rows = lock ? moved_claims(setup, *view->store, pool)
                          : Expected<std::vector<PassRow>>(lock.error());
         if (!rows) {
             failed(pool, rows.error());
@@ -229,10 +230,7 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     }
     // The store passed the revision guard (read_store) and these are the node's files: the
     // node remembers the highest revision seen, as its helpers do.
-    if (auto st = cluster::raise_revision_floor(files.state_dir, view->etcd->highest_revision());
-        !st) {
-        return st.error();
-    }
+    if (auto st = view->store->remember_revision(); !st) return st.error();
     return out;
 }
 

@@ -1,4 +1,4 @@
-#include "tools/cluster_release.h"
+#include "cluster/block_release.h"
 
 #include <ctime>
 
@@ -7,9 +7,9 @@
 #include "cluster/release_due.h"
 #include "engine/ops/allocator.h"
 
-namespace shmipam::cluster_helper {
+namespace shmipam::cluster {
 
-using cluster::protocol::ReleaseAnswer;
+using protocol::ReleaseAnswer;
 
 namespace {
 
@@ -22,14 +22,13 @@ ReleaseAnswer kept(const std::string& why) {
 // is the block as the store has it and `others` the node's other blocks of the pool; or
 // `refused` says why not (the mark removed, or moved to when the block is old enough).
 struct Checked {
-    const cluster::Block* block = nullptr;
-    std::vector<cluster::OwnedBlock> others;
+    const Block* block = nullptr;
+    std::vector<OwnedBlock> others;
     std::optional<ReleaseAnswer> refused;
 };
-Checked check(const cluster::protocol::ReleaseBlock& r, const std::vector<cluster::Block>& owned,
-              uint64_t now) {
+Checked check(const protocol::ReleaseBlock& r, const std::vector<Block>& owned, uint64_t now) {
     Checked c;
-    for (const cluster::Block& b : owned) {
+    for (const Block& b : owned) {
         if (b.node != r.scope.node) continue;
         if (b.cidr.to_string() == r.block.to_string()) {
             c.block = &b;
@@ -38,7 +37,7 @@ Checked check(const cluster::protocol::ReleaseBlock& r, const std::vector<cluste
         }
     }
     const auto forget = [&](const std::string& why) {
-        cluster::remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
+        remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
         c.refused = kept(why);
         return c;
     };
@@ -46,8 +45,8 @@ Checked check(const cluster::protocol::ReleaseBlock& r, const std::vector<cluste
     if (c.others.empty() && !r.even_last)
         return forget("the node's last block of the pool is kept");
     if (now < c.block->claimed_unix_s + r.min_age_s) {
-        cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block,
-                                   c.block->claimed_unix_s + r.min_age_s);
+        write_release_due(r.scope.state_dir, r.scope.pool, r.block,
+                          c.block->claimed_unix_s + r.min_age_s);
         c.refused = kept("younger than blockMinAgeS");
     }
     return c;
@@ -55,12 +54,11 @@ Checked check(const cluster::protocol::ReleaseBlock& r, const std::vector<cluste
 
 }  // namespace
 
-Expected<ReleaseAnswer> release_block(const cluster::protocol::ReleaseBlock& r,
-                                      cluster::BlockStore& store,
-                                      const std::vector<cluster::Block>& owned) {
+Expected<ReleaseAnswer> release_block(const protocol::ReleaseBlock& r, BlockStore& store,
+                                      const std::vector<Block>& owned) {
     const uint64_t now = uint64_t(std::time(nullptr));
     const auto forget = [&](const std::string& why) {
-        cluster::remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
+        remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
         return kept(why);
     };
     const Checked c = check(r, owned, now);
@@ -75,14 +73,14 @@ Expected<ReleaseAnswer> release_block(const cluster::protocol::ReleaseBlock& r,
     engine::NetworkConfig cfg;
     cfg.reuse_delay_ms = (*arena)->reuse_delay_ms();
     engine::Allocator alloc(**arena, cfg);
-    const std::string cache = cluster::block_cache_path(r.scope.state_dir, r.scope.pool);
+    const std::string cache = block_cache_path(r.scope.state_dir, r.scope.pool);
     bool deleted = false;
     auto held = alloc.while_block_empty(r.block.network(), [&]() -> Status {
         // First out of the cache (ADDs stop choosing it; an ADD that chose it before and takes
         // an address once the block is let go finds it gone from the cache, and gives the
         // address back), then out of the store. A crash between the two leaves a block the
         // store gives the node and its cache lacks: the next helper adopts it.
-        if (auto st = cluster::write_block_cache(cache, c.others); !st) return st;
+        if (auto st = write_block_cache(cache, c.others); !st) return st;
         auto done = store.release(r.scope.pool, *c.block);
         if (!done) {
             // The delete may have been committed with its answer lost: the block stays out of
@@ -94,45 +92,43 @@ Expected<ReleaseAnswer> release_block(const cluster::protocol::ReleaseBlock& r,
         return Ok{};
     });
     if (!held) {
-        cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block,
-                                   now + uint64_t(cluster::kReleaseRetryS));
+        write_release_due(r.scope.state_dir, r.scope.pool, r.block, now + uint64_t(kReleaseRetryS));
         return held.error();
     }
     if (held->in_use) return forget("an address of it is in use again");
     if (held->cooling_left_ms != 0) {
-        cluster::write_release_due(r.scope.state_dir, r.scope.pool, r.block,
-                                   now + (held->cooling_left_ms + 999) / 1000);
+        write_release_due(r.scope.state_dir, r.scope.pool, r.block,
+                          now + (held->cooling_left_ms + 999) / 1000);
         return kept("an address of it is still cooling");
     }
     if (!deleted) return forget("the block changed in the store since it was read");
-    cluster::remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
+    remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
     return ReleaseAnswer{r.block, "empty"};
 }
 
-Expected<ReleaseAnswer> release_unused_block(const cluster::protocol::ReleaseBlock& r,
-                                             cluster::BlockStore& store,
-                                             const std::vector<cluster::Block>& owned,
+Expected<ReleaseAnswer> release_unused_block(const protocol::ReleaseBlock& r, BlockStore& store,
+                                             const std::vector<Block>& owned,
                                              const std::function<bool()>& state_made) {
     const uint64_t now = uint64_t(std::time(nullptr));
     const Checked c = check(r, owned, now);
     if (c.refused) return *c.refused;
-    const std::string cache = cluster::block_cache_path(r.scope.state_dir, r.scope.pool);
+    const std::string cache = block_cache_path(r.scope.state_dir, r.scope.pool);
     // First out of the cache, as with an arena. An ADD makes the pool's state before it takes
     // an address, and reads the cache again after it took one: an ADD that made the state
     // before the look below is seen by it, and one that makes it after takes its address
     // after the cache lost the block, and gives the address back.
-    if (auto st = cluster::write_block_cache(cache, c.others); !st) return st.error();
+    if (auto st = write_block_cache(cache, c.others); !st) return st.error();
     if (state_made()) {
-        std::vector<cluster::OwnedBlock> all = c.others;
+        std::vector<OwnedBlock> all = c.others;
         all.push_back({c.block->cidr, c.block->mod_revision});
-        (void)cluster::write_block_cache(cache, all);  // else the next helper adopts it
+        (void)write_block_cache(cache, all);  // else the next helper adopts it
         return kept("an ADD made the pool's state on this node meanwhile");
     }
     auto done = store.release(r.scope.pool, *c.block);
     if (!done) return done.error();  // out of the cache; adopted again if the store keeps it
-    cluster::remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
+    remove_release_due(r.scope.state_dir, r.scope.pool, r.block);
     if (!*done) return kept("the block changed in the store since it was read");
     return ReleaseAnswer{r.block, "never used on this node"};
 }
 
-}  // namespace shmipam::cluster_helper
+}  // namespace shmipam::cluster
