@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/state/replace_file.h"
+
 namespace shmipam::cluster {
 
 std::string block_cache_path(const std::string& dir, const std::string& pool) {
@@ -37,23 +39,9 @@ Status write_block_cache(const std::string& path, const std::vector<OwnedBlock>&
     for (const OwnedBlock& b : blocks) {
         text += b.cidr.to_string() + " " + std::to_string(b.mod_revision) + "\n";
     }
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return make_error(Code::kIo, "cannot create " + tmp + ": " + std::strerror(errno));
-    const bool ok =
-        ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        return make_error(Code::kIo, "cannot write " + path + ": " + std::strerror(errno));
-    }
-    // The rename made durable: a power loss must not bring back a list without a claimed block.
-    const std::string dir = path.substr(0, path.rfind('/'));
-    if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
-    return Ok{};
+    // Durable before the helper answers: a power loss must not bring back a list without a
+    // block the store gives the node (it would never allocate from it until a refresh).
+    return engine::replace_file(path, text, engine::Replace::kDurable);
 }
 
 }  // namespace shmipam::cluster

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/state/replace_file.h"
+
 namespace shmipam::cluster {
 
 namespace {
@@ -26,25 +28,6 @@ Status io_error(const std::string& what, const std::string& path) {
 
 }  // namespace
 
-Status write_durably(const std::string& dir, const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return io_error("cannot create", tmp);
-    const bool written =
-        ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        return io_error("cannot write", path);
-    }
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
-    return Ok{};
-}
-
 std::string cluster_id_path(const std::string& dir) {
     return dir + "/cluster-id";
 }
@@ -53,7 +36,7 @@ Status replace_cluster_id(const std::string& dir, uint64_t id) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return make_error(Code::kIo, "cannot create " + dir + ": " + ec.message());
-    return write_durably(dir, cluster_id_path(dir), hex(id) + "\n");
+    return engine::replace_file(cluster_id_path(dir), hex(id) + "\n", engine::Replace::kDurable);
 }
 
 bool has_cluster_id(const std::string& dir) {
@@ -69,7 +52,7 @@ Status check_cluster_id(const std::string& dir, uint64_t seen) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno != ENOENT) return io_error("cannot read", path);
-        return write_durably(dir, path, hex(seen) + "\n");
+        return engine::replace_file(path, hex(seen) + "\n", engine::Replace::kDurable);
     }
     const ssize_t n = ::read(fd, buf, sizeof buf - 1);
     ::close(fd);

@@ -23,8 +23,4 @@ std::string cluster_id_path(const std::string& dir);
 // Remembers `id` in dir whatever it held (the operator's recovery accepting a new store).
 Status replace_cluster_id(const std::string& dir, uint64_t id);
 
-// Writes text to path (in dir) through a temporary file, synced, renamed, and the directory
-// synced: a reader sees the old text or the new one whole, also after a power cut.
-Status write_durably(const std::string& dir, const std::string& path, const std::string& text);
-
 }  // namespace shmipam::cluster

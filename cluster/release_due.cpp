@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "base/directory.h"
+#include "engine/state/replace_file.h"
 
 namespace shmipam::cluster {
 
@@ -28,13 +29,8 @@ void write_release_due(const std::string& dir, const std::string& pool, const en
     ::mkdir(d.c_str(), 0755);
     // Written whole through a rename: a reader never sees half a number.
     const std::string path = d + "/" + file_name(block);
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    const std::string text = std::to_string(due_unix_s) + "\n";
-    const bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
-    ::close(fd);
-    if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+    // A mark lost to a power cut is made again by the next DEL that empties the block.
+    (void)engine::replace_file(path, std::to_string(due_unix_s) + "\n", engine::Replace::kWhole);
 }
 
 void remove_release_due(const std::string& dir, const std::string& pool,

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "cluster/cluster_identity.h"
+#include "engine/state/replace_file.h"
 
 namespace shmipam::cluster {
 
@@ -60,7 +60,8 @@ Status make_dir(const std::string& dir) {
 }
 
 Status write_revision(const std::string& dir, int64_t revision) {
-    return write_durably(dir, revision_floor_path(dir), std::to_string(revision) + "\n");
+    return engine::replace_file(revision_floor_path(dir), std::to_string(revision) + "\n",
+                                engine::Replace::kDurable);
 }
 
 }  // namespace

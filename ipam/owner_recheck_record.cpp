@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "base/write_all.h"
+#include "engine/state/replace_file.h"
 
 namespace shmipam::ipam {
 
@@ -80,20 +80,9 @@ Status add_recheck_outcome(const std::string& run_dir, const RecheckOutcome& out
         r.last_success = now;
         if (outcome.walk) r.claims_kept_on_error = 0;
     }
-    const std::string path = record_path(run_dir);
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    Status st = Ok{};
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        st = make_error(Code::kIo, "cannot create " + tmp + ": " + std::strerror(errno));
-    } else {
-        const bool whole = write_all(fd, to_json(r).dump() + "\n");
-        ::close(fd);
-        if (!whole || ::rename(tmp.c_str(), path.c_str()) != 0) {
-            st = make_error(Code::kIo, "cannot write " + path + ": " + std::strerror(errno));
-            ::unlink(tmp.c_str());
-        }
-    }
+    // On tmpfs, with the walk's marker: a record lost at a reboot starts again empty.
+    const Status st = engine::replace_file(record_path(run_dir), to_json(r).dump() + "\n",
+                                           engine::Replace::kWhole);
     ::close(lock);  // releases the lock
     return st;
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "engine/addr/fingerprint.h"
+#include "engine/state/replace_file.h"
 #include "pools/catalog_codec.h"
 #include "pools/pool_dir.h"
 
@@ -77,12 +78,8 @@ void write_snapshot(const std::string& path, const std::string& stamp,
     std::string bytes(reinterpret_cast<const char*>(&n), sizeof n);
     bytes += stamp;
     bytes += pools::encode_catalog(catalog);
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    const bool whole = ::write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size());
-    ::close(fd);
-    if (!whole || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+    // A snapshot lost is compiled again from the pools directory by the next ADD.
+    (void)engine::replace_file(path, bytes, engine::Replace::kWhole);
 }
 
 }  // namespace

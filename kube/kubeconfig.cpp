@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
+#include "base/bounded_read.h"
 #include "kube/yaml_json.h"
 
 namespace shmipam::kube {
@@ -20,32 +21,6 @@ namespace {
 // A kubeconfig, a certificate or a token is a few kilobytes; a kubeconfig of many clusters a few
 // hundred. The bound keeps a helper from reading a device or a huge file named by mistake.
 constexpr size_t kMaxFileBytes = 4 << 20;
-
-// The whole file, or the reason it cannot be read ("No such file or directory", ...).
-Expected<std::string> read_bounded(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return make_error(Code::kInvalidConfig, std::strerror(errno));
-    std::string out;
-    char buf[16384];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            const int e = errno;
-            ::close(fd);
-            return make_error(Code::kInvalidConfig, std::strerror(e));
-        }
-        if (n == 0) break;
-        out.append(buf, size_t(n));
-        if (out.size() > kMaxFileBytes) {
-            ::close(fd);
-            return make_error(Code::kInvalidConfig,
-                              "larger than " + std::to_string(kMaxFileBytes) + " bytes");
-        }
-    }
-    ::close(fd);
-    return out;
-}
 
 std::string trimmed(const std::string& s) {
     const char* blanks = " \t\r\n";
@@ -91,7 +66,7 @@ struct Resolver {
         if (!file) return file.error();
         if (file->empty()) return std::optional<std::string>();
         const std::string full = resolve(*file);
-        auto bytes = read_bounded(full);
+        auto bytes = base::read_bounded(full, kMaxFileBytes);
         if (!bytes) {
             return bad(where + "'s " + field + " " + full +
                        " cannot be read: " + bytes.error().msg);
@@ -178,7 +153,7 @@ struct Resolver {
         // service-account token that the kubelet rotates).
         if (!token_file->empty()) {
             const std::string full = resolve(*token_file);
-            auto bytes = read_bounded(full);
+            auto bytes = base::read_bounded(full, kMaxFileBytes);
             if (!bytes) {
                 return bad(where + "'s tokenFile " + full +
                            " cannot be read: " + bytes.error().msg);
@@ -255,7 +230,7 @@ Expected<Kubeconfig> parse_kubeconfig(std::string_view text, const std::string& 
 }
 
 Expected<Kubeconfig> read_kubeconfig(const std::string& path) {
-    auto text = read_bounded(path);
+    auto text = base::read_bounded(path, kMaxFileBytes);
     if (!text) {
         return make_error(Code::kInvalidConfig,
                           "kubeconfig " + path + " cannot be read: " + text.error().msg);

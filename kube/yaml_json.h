@@ -1,7 +1,5 @@
-// A YAML document as JSON, for the kubeconfig (kube/kubeconfig.h). libyaml, as pools/ reads pool
-// objects (docs/dependencies.md says why libyaml); kube/ includes nothing of pools/, so this is
-// its own small reader with the same scalar rules (YAML 1.2's core schema, as Kubernetes' YAML
-// reader gives them).
+// A kubeconfig's YAML as JSON (kube/kubeconfig.h), through the one converter (base/yaml_json.h)
+// with a kubeconfig's bounds.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,7 +11,7 @@
 namespace shmipam::kube {
 
 // The first document of `text` as JSON (null for an empty text). Code 7 naming `where`, the line
-// and libyaml's reason when the text is not YAML. Never throws.
+// and libyaml's reason when the text is not YAML, or the bound it passed. Never throws.
 Expected<nlohmann::json> yaml_to_json(std::string_view text, const std::string& where);
 
 }  // namespace shmipam::kube

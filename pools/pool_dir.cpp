@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +11,9 @@
 #include <optional>
 #include <string_view>
 
+#include "base/bounded_read.h"
 #include "base/directory.h"
+#include "base/yaml_json.h"
 
 namespace shmipam::pools {
 
@@ -25,95 +26,21 @@ bool ends_with(std::string_view s, std::string_view suffix) {
            s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// YAML 1.2 core schema for plain scalars (what Kubernetes' YAML reader gives): null, booleans,
-// integers; quoted and block scalars are always strings.
-json scalar_to_json(const yaml_node_t& n) {
-    const std::string s(reinterpret_cast<const char*>(n.data.scalar.value), n.data.scalar.length);
-    if (n.data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return s;
-    if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
-    if (s == "true" || s == "True" || s == "TRUE") return true;
-    if (s == "false" || s == "False" || s == "FALSE") return false;
-    if (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+') {
-        char* end = nullptr;
-        errno = 0;
-        const long long v = std::strtoll(s.c_str(), &end, 10);
-        if (errno == 0 && end != nullptr && *end == '\0') return v;
-    }
-    return s;
-}
-
 // Bounds of one pool file (docs/pools.md "Bounds of a pool file"). A real directory of 1,000
 // pools is a few hundred KB with a few dozen nodes per pool, so each bound is far above any real
 // file and far below what would hurt a node.
-// Bytes: read at most this + 1; 16 MiB is ~50 times a 1,000-pool directory in one file.
+// Bytes: 16 MiB is ~50 times a 1,000-pool directory in one file.
 constexpr size_t kMaxPoolFileBytes = size_t(16) << 20;
-// Alias uses: real pool files use none or a few; 10,000 is generous.
-constexpr size_t kMaxPoolFileAliases = 10'000;
-// Nodes after alias expansion (libyaml shares an aliased node, the conversion to JSON copies it):
-// the bound that stops the alias bomb (billion laughs) in time and memory.
-constexpr size_t kMaxPoolFileNodes = 1'000'000;
-// Nesting depth: a pool object is under 10 deep; 64 bounds the converter's recursion (stack).
-constexpr int kMaxPoolFileDepth = 64;
-
-struct Budget {
-    size_t nodes = 0;
-    std::string over;  // set once a bound is passed: what it was
-};
-
-// Alias uses in a loaded document: the loader resolves each alias to a reference to the anchored
-// node, so every reference beyond the one each non-root node has in a tree is an alias.
-size_t alias_uses(yaml_document_t& doc) {
-    size_t refs = 0;
-    const size_t nodes = size_t(doc.nodes.top - doc.nodes.start);
-    for (yaml_node_t* n = doc.nodes.start; n < doc.nodes.top; ++n) {
-        if (n->type == YAML_SEQUENCE_NODE)
-            refs += size_t(n->data.sequence.items.top - n->data.sequence.items.start);
-        if (n->type == YAML_MAPPING_NODE)
-            refs += 2 * size_t(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
-    }
-    return nodes == 0 || refs < nodes - 1 ? 0 : refs - (nodes - 1);
-}
-
-// A node of a loaded document as JSON, within the budget: a node past a bound is not followed,
-// budget.over says which bound.
-json to_json(yaml_document_t& doc, int index, int depth, Budget& budget) {
-    if (!budget.over.empty()) return nullptr;
-    if (depth > kMaxPoolFileDepth) {
-        budget.over = "nests deeper than " + std::to_string(kMaxPoolFileDepth) +
-                      " levels (the bound for one pool file)";
-        return nullptr;
-    }
-    if (++budget.nodes > kMaxPoolFileNodes) {
-        budget.over = "expands to more than 1,000,000 YAML nodes (the bound for one pool file)";
-        return nullptr;
-    }
-    yaml_node_t* n = yaml_document_get_node(&doc, index);
-    if (n == nullptr) return nullptr;
-    switch (n->type) {
-        case YAML_SCALAR_NODE:
-            return scalar_to_json(*n);
-        case YAML_SEQUENCE_NODE: {
-            json a = json::array();
-            for (yaml_node_item_t* i = n->data.sequence.items.start; i < n->data.sequence.items.top;
-                 ++i) {
-                a.push_back(to_json(doc, *i, depth + 1, budget));
-            }
-            return a;
-        }
-        case YAML_MAPPING_NODE: {
-            json o = json::object();
-            for (yaml_node_pair_t* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
-                 ++p) {
-                json key = to_json(doc, p->key, depth + 1, budget);
-                o[key.is_string() ? key.get<std::string>() : key.dump()] =
-                    to_json(doc, p->value, depth + 1, budget);
-            }
-            return o;
-        }
-        case YAML_NO_NODE:
-            break;
-    }
-    return nullptr;
+// The YAML bounds (base/yaml_json.h): alias uses (real pool files use none or a few); nodes after
+// alias expansion (the bound that stops the alias bomb, "billion laughs", in time and memory);
+// nesting (a pool object is under 10 deep).
+base::YamlBounds pool_file_bounds() {
+    base::YamlBounds b;
+    b.of = "one pool file";
+    b.max_aliases = 10'000;
+    b.max_nodes = 1'000'000;
+    b.max_depth = 64;
+    return b;
 }
 
 void add_document(Catalog& catalog, const std::string& file, size_t& document, const json& doc) {
@@ -141,28 +68,6 @@ void add_document(Catalog& catalog, const std::string& file, size_t& document, c
     }
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
-    std::string out;
-    char buf[65536];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            const int e = errno;
-            ::close(fd);
-            errno = e;
-            return std::nullopt;
-        }
-        if (n == 0) break;
-        out.append(buf, size_t(n));
-        if (out.size() > kMaxPoolFileBytes) break;  // load_text refuses it: read no more
-    }
-    ::close(fd);
-    return out;
-}
-
 }  // namespace
 
 void load_text(Catalog& catalog, const std::string& file_name, const std::string& text) {
@@ -182,43 +87,9 @@ void load_text(Catalog& catalog, const std::string& file_name, const std::string
         add_document(catalog, file_name, document, doc);
         return;
     }
-    yaml_parser_t parser;
-    if (yaml_parser_initialize(&parser) == 0) {
-        catalog.add_problem(file_name, file_name + ": out of memory reading YAML");
-        return;
-    }
-    yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
-                                 text.size());
-    for (;;) {
-        yaml_document_t doc;
-        if (yaml_parser_load(&parser, &doc) == 0) {
-            catalog.add_problem(file_name, file_name + ": not valid YAML: " +
-                                               (parser.problem ? parser.problem : "parse error") +
-                                               " at line " +
-                                               std::to_string(parser.problem_mark.line + 1));
-            break;
-        }
-        const bool end = yaml_document_get_root_node(&doc) == nullptr;  // the stream's end
-        if (!end) {
-            Budget budget;
-            json converted;
-            if (alias_uses(doc) > kMaxPoolFileAliases) {
-                budget.over = "uses more than " + std::to_string(kMaxPoolFileAliases) +
-                              " YAML aliases (the bound for one pool file)";
-            } else {
-                converted = to_json(doc, 1, 0, budget);
-            }
-            if (!budget.over.empty()) {
-                catalog.add_problem(file_name, file_name + ": " + budget.over);
-                yaml_document_delete(&doc);
-                break;
-            }
-            add_document(catalog, file_name, document, converted);
-        }
-        yaml_document_delete(&doc);
-        if (end) break;
-    }
-    yaml_parser_delete(&parser);
+    const base::YamlDocuments read = base::yaml_to_json(text, pool_file_bounds());
+    for (const json& doc : read.documents) add_document(catalog, file_name, document, doc);
+    if (!read.problem.empty()) catalog.add_problem(file_name, file_name + ": " + read.problem);
 }
 
 namespace {
@@ -313,9 +184,9 @@ Expected<Catalog> load_pools_dir(const std::string& dir) {
     const std::vector<std::string>& names = *listed;
     Catalog catalog;
     for (const auto& name : names) {
-        auto text = read_file(dir + "/" + name);
+        auto text = base::read_bounded(dir + "/" + name, kMaxPoolFileBytes);
         if (!text) {
-            catalog.add_problem(name, name + ": cannot be read: " + std::strerror(errno));
+            catalog.add_problem(name, name + ": cannot be read: " + text.error().msg);
             continue;
         }
         load_text(catalog, name, *text);

@@ -4,8 +4,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+echo "== building the plugin, shmipamctl and the storm driver (release build; the first one takes"
+echo "   several minutes on 2 cores: progress every 10%)"
 cmake --preset release >/dev/null
-cmake --build --preset release --target shmipam shmipamctl cni_storm 2>&1 | tail -n 1
+build_log=$(mktemp)
+if ! cmake --build --preset release --target shmipam shmipamctl cni_storm 2>&1 | tee "$build_log" |
+    awk '/^\[[0-9]+\/[0-9]+\]/ {
+            split(substr($1, 2), step, "/")
+            tenth = int(10 * step[1] / step[2])
+            if (tenth > shown) { printf "   %d%% (%s)\n", 10 * tenth, $1; shown = tenth; fflush() }
+        }'; then
+    echo "the build failed; its last lines:" >&2
+    tail -n 40 "$build_log" >&2
+    exit 1
+fi
+rm -f "$build_log"
 
 bin=build/release
 conf=examples/10-shmipam-bridge.conf

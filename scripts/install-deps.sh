@@ -45,7 +45,10 @@ fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "installing: ${missing[*]}" >&2
+echo "installing ${#missing[@]} packages with apt-get (minutes on a fresh machine; apt's own" \
+    "output is kept quiet): ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+started=$SECONDS
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "installed in $((SECONDS - started)) s" >&2

@@ -13,12 +13,6 @@ namespace shmipam::tools {
 
 namespace {
 
-std::string addresses_text(const std::vector<engine::IpAddress>& as) {
-    std::string out;
-    for (const auto& a : as) out += (out.empty() ? "" : ", ") + a.to_string();
-    return out;
-}
-
 bool same_addresses(std::vector<engine::IpAddress> a, std::vector<engine::IpAddress> b) {
     auto less = [](const engine::IpAddress& x, const engine::IpAddress& y) {
         return x.to_string() < y.to_string();
@@ -60,7 +54,7 @@ Expected<ClaimPlan> plan_claim(const ClaimNetwork& net, const WantedClaim& w) {
         }
         plan.status = ClaimPlan::Status::kConflict;
         plan.why = "the claim " + plan.key + " exists in " + plan.state + " with " +
-                   addresses_text(c.addresses);
+                   engine::addresses_text(c.addresses);
         return plan;
     }
     auto d = engine::dump(**store);
@@ -108,7 +102,8 @@ Status apply_claim(const ClaimNetwork& net, ClaimPlan& plan) {
         plan.status = ClaimPlan::Status::kPresent;
     } else {
         plan.status = ClaimPlan::Status::kConflict;
-        plan.why = "the claim " + plan.key + " was made meanwhile with " + addresses_text(got);
+        plan.why =
+            "the claim " + plan.key + " was made meanwhile with " + engine::addresses_text(got);
     }
     return Ok{};
 }

@@ -6,6 +6,7 @@
 
 #include "base/clock.h"
 #include "engine/inspect/inspect.h"
+#include "engine/ops/allocator.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -25,28 +26,28 @@ std::string block_of(const engine::IpAddress& a, int prefix) {
 
 }  // namespace
 
-bool has_pool_state(const std::string& run_dir, const std::string& data_dir,
-                    const std::string& pool) {
+bool NodeStates::has_pool_state(const std::string& pool) {
     for (const char* kind : kKinds) {
         // The arena in runDir, the journal in dataDir: an ADD makes both when it opens the pool.
-        if (exists(state_dir_of(run_dir, kind + pool)) ||
-            exists(state_dir_of(data_dir, kind + pool))) {
+        if (exists(state_dir_of(run_dir_, kind + pool)) ||
+            exists(state_dir_of(data_dir_, kind + pool))) {
             return true;
         }
     }
     return false;
 }
 
-PoolUse pool_use(const std::string& run_dir, const std::string& data_dir, const std::string& pool,
-                 int block_prefix) {
+cluster::PoolUse NodeStates::pool_use(const std::string& pool, int block_prefix) {
+    using cluster::BlockUse;
+    using cluster::PoolUse;
     PoolUse out;
     bool journal = false;
     for (const char* kind : kKinds) {
         const std::string name = kind + pool;
-        journal = journal || exists(state_dir_of(data_dir, name));
-        if (!exists(state_dir_of(run_dir, name))) continue;
-        out.arenas.push_back(name);
-        auto store = open_network(run_dir, name, shm::Access::kReadOnly);
+        journal = journal || exists(state_dir_of(data_dir_, name));
+        if (!exists(state_dir_of(run_dir_, name))) continue;
+        out.arenas.push_back(state_dir_of(run_dir_, name));
+        auto store = open_network(run_dir_, name, shm::Access::kReadOnly);
         auto d = store ? engine::dump(**store) : Expected<engine::NetworkDump>(store.error());
         if (!d) {
             out.found = PoolUse::Found::kUnknown;
@@ -75,7 +76,19 @@ PoolUse pool_use(const std::string& run_dir, const std::string& data_dir, const 
         out.found = PoolUse::Found::kArenas;
     } else if (journal) {
         out.found = PoolUse::Found::kUnknown;
-        out.why = "the pool's journal is in " + data_dir + " but no state in " + run_dir;
+        out.why = "the pool's journal is in " + data_dir_ + " but no state in " + run_dir_;
+    }
+    return out;
+}
+
+std::vector<engine::ClaimView> NodeStates::claims_in_use(const std::string& pool) {
+    std::vector<engine::ClaimView> out;
+    // Fixed claims are made in the pool's own state (pool/<name>).
+    auto store = open_network(run_dir_, "pool/" + pool, shm::Access::kReadOnly);
+    if (!store) return out;  // no state of the pool on this node
+    engine::NetworkConfig none;
+    for (auto& local : engine::Allocator(**store, none).claims()) {
+        if (local.use == engine::ClaimView::Use::kInUse) out.push_back(std::move(local));
     }
     return out;
 }

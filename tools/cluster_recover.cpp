@@ -66,12 +66,6 @@ Status recover_blocks(const ClusterSetup& setup, cluster::BlockStore& store,
     return Ok{};
 }
 
-std::string listed(const std::vector<engine::IpAddress>& addresses) {
-    std::string out;
-    for (const auto& a : addresses) out += (out.empty() ? "" : ", ") + a.to_string();
-    return out;
-}
-
 // The fixed claims the node's state of `pool` holds (in use or idle: an idle one is served
 // again to its pod here, so its address must not go to another node) against the store's.
 Status recover_claims(const ClusterSetup& setup, cluster::FixedClaims& fixed,
@@ -88,8 +82,8 @@ Status recover_claims(const ClusterSetup& setup, cluster::FixedClaims& fixed,
     auto in_store = fixed.all(pool);
     if (!in_store) return in_store.error();
     for (const auto& c : local) {
-        RecoverRow row{pool, "claim " + c.key + " (" + listed(c.addresses) + ")", Outcome::kPresent,
-                       ""};
+        RecoverRow row{pool, "claim " + c.key + " (" + engine::addresses_text(c.addresses) + ")",
+                       Outcome::kPresent, ""};
         // The state may hold the key cut to its entry's field: then it cannot be made again.
         if (engine::fingerprint(c.key, cluster::ifname_of_claim_key(c.key)) != c.fp) {
             row.outcome = Outcome::kCannot;

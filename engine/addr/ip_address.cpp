@@ -120,4 +120,10 @@ std::string Cidr::to_string() const {
     return address.to_string() + "/" + std::to_string(prefix);
 }
 
+std::string addresses_text(const std::vector<IpAddress>& addresses) {
+    std::string out;
+    for (const auto& a : addresses) out += (out.empty() ? "" : ", ") + a.to_string();
+    return out;
+}
+
 }  // namespace shmipam::engine

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shmipam::engine {
 
@@ -52,5 +53,8 @@ struct Cidr {
     bool has_host_bits() const { return network().value != address.value; }
     std::string to_string() const;
 };
+
+// Addresses as people read them in a message: "10.1.0.5, fd00::5" ("" for none).
+std::string addresses_text(const std::vector<IpAddress>& addresses);
 
 }  // namespace shmipam::engine

@@ -21,13 +21,17 @@ expect() {  # name, expected exit (0 or 1), tree, expected text in the output
 
 expect "the repository" 0 "$root" "every include points down"
 
-plant() {  # file to plant in a fresh copy, the include line; prints the copy's path
+plant_line() {  # file to plant in a fresh copy, the line; prints the copy's path
     local tree="$work/$RANDOM$RANDOM"
     mkdir -p "$tree"
     cp -r "$root/base" "$root/shm" "$root/engine" "$root/pools" "$root/cluster" "$root/kube" "$root/ipam" "$root/plugin" "$root/tools" "$root/bench" "$tree/"
     mkdir -p "$(dirname "$tree/$1")"
-    printf '#include "%s"\n' "$2" >>"$tree/$1"
+    printf '%s\n' "$2" >>"$tree/$1"
     echo "$tree"
+}
+
+plant() {  # file to plant in a fresh copy, the header it includes; prints the copy's path
+    plant_line "$1" "#include \"$2\""
 }
 
 expect "shm includes plugin" 1 "$(plant shm/journal.cpp plugin/netconf.h)" \
@@ -66,6 +70,14 @@ expect "plugin includes kube" 1 "$(plant plugin/commands.cpp kube/pod_protocol.h
     "plugin/commands.cpp: includes kube/pod_protocol.h"
 expect "the engine includes kube" 1 "$(plant engine/ops/planted.cpp kube/kubeconfig.h)" \
     "engine/ops/planted.cpp: includes kube/kubeconfig.h"
+expect "the cluster agent includes the etcd client" 1 \
+    "$(plant cluster/agent.cpp cluster/etcd_client.h)" \
+    "cluster/agent.cpp: includes cluster/etcd_client.h"
+expect "a tool writes the block cache" 1 \
+    "$(plant_line tools/verbs/cluster.cpp 'void f() { (void)cluster::write_block_cache("", {}); }')" \
+    "tools/verbs/cluster.cpp: writes the block cache"
+expect "the helper's main includes the etcd client" 0 \
+    "$(plant tools/cluster_helper.cpp cluster/etcd_client.h)" "every include points down"
 expect "ipam includes kube" 0 \
     "$(plant ipam/operations.cpp kube/pod_protocol.h)" "every include points down"
 expect "a header beside the file" 0 "$(plant shm/journal.cpp journal.h)" "every include points down"

@@ -19,6 +19,7 @@
 #include "cluster/key_schema.h"
 #include "cluster/revision_floor.h"
 #include "cluster/waiting.h"
+#include "tests/support/block_views.h"
 #include "tests/support/memory_kv.h"
 #include "tests/support/temp_dir.h"
 
@@ -58,26 +59,13 @@ class ClusterAgent : public ::testing::Test {
         return std::get<protocol::BlockAnswer>(*a);
     }
     std::vector<engine::Cidr> cached(const std::string& node) const {
-        auto blocks =
-            cluster::read_block_cache(cluster::block_cache_path(dir.sub(node), "default"));
-        EXPECT_TRUE(blocks);
         std::vector<engine::Cidr> out;
-        if (blocks) {
-            for (const auto& b : *blocks) out.push_back(b.cidr);
+        for (const auto& c : cached_blocks(dir.sub(node), "default")) {
+            out.push_back(*engine::Cidr::parse(c));
         }
         return out;
     }
-    // block -> owner, as the store says.
-    std::map<std::string, std::string> owners() {
-        MemoryKv kv(etcd);
-        auto blocks = cluster::BlockStore(kv, kPrefix).blocks("default");
-        EXPECT_TRUE(blocks);
-        std::map<std::string, std::string> out;
-        if (blocks) {
-            for (const auto& b : *blocks) out[b.cidr.to_string()] = b.node;
-        }
-        return out;
-    }
+    std::map<std::string, std::string> owners() { return block_owners(etcd, kPrefix, "default"); }
     static std::set<std::string> texts(const std::vector<engine::Cidr>& cidrs) {
         std::set<std::string> out;
         for (const auto& c : cidrs) out.insert(c.to_string());

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_gc.h"
+#include "cluster/node_pass.h"
+
 namespace shmipam::tools {
 
 struct ClusterBlockRow {
@@ -47,27 +50,9 @@ nlohmann::json cluster_ls_json(const std::string& node, const std::vector<Cluste
 std::string cluster_ls_text(const std::string& node, const std::vector<ClusterBlockRow>& rows,
                             const ClusterLsNotes& notes);
 
-struct GcBlockRow {
-    std::string pool, block, node;  // block: a CIDR, or "claim <key> (<address>)"
-    bool released = false;  // false in a dry run, or when the block changed since it was read
-    // Why a block of a node not in the list is kept (claimed too recently to judge), or "".
-    std::string kept;
-};
+using GcBlockRow = cluster::GcRow;  // one block or fixed claim a gc gave back or kept
 
-// One thing the node pass did or found: a block it changed in the node's cache, a fixed claim
-// a sandbox here uses while the store's claim says otherwise, or a pool it could not pass.
-struct PassRow {
-    enum class Action { kAdopted, kDropped, kGaveBack, kMoved, kHealed, kFailed };
-    std::string pool, block;
-    Action action = Action::kAdopted;
-    uint64_t in_use = 0;               // dropped: addresses still in use here in it
-    std::string owner;                 // dropped: who owns it in the store now ("" for none)
-    std::vector<std::string> waiters;  // gave back: the nodes that waited for a block
-    std::string container;             // moved: the sandbox here still using the claim
-    // moved: how the store's claim differs; failed: the pool's error; gave back with no
-    // waiters: why (its pool is no longer configured)
-    std::string why;
-};
+using PassRow = cluster::PassRow;  // one thing the node pass did or found
 nlohmann::json cluster_pass_json(const std::string& node, const std::vector<PassRow>& rows);
 std::string cluster_pass_text(const std::string& node, const std::vector<PassRow>& rows);
 // Prometheus text: per pool, the fixed claims that moved to another node while a sandbox here

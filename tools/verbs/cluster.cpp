@@ -14,13 +14,12 @@
 
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
+#include "cluster/cluster_gc.h"
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
 #include "cluster/node_files.h"
 #include "cluster/node_name.h"
 #include "cluster/waiting.h"
-#include "shm/format.h"
-#include "tools/cluster_moved_claims.h"
 #include "tools/cluster_node_use.h"
 #include "tools/cluster_setup.h"
 #include "tools/render/json.h"
@@ -37,24 +36,11 @@ namespace {
 std::map<std::string, uint64_t> local_use(const ClusterSetup& s, const std::string& pool,
                                           int prefix) {
     std::map<std::string, uint64_t> out;
-    for (const auto& [block, use] : pool_use(s.run_dir, s.data_dir, pool, prefix).blocks) {
+    for (const auto& [block, use] :
+         NodeStates(s.run_dir, s.data_dir).pool_use(pool, prefix).blocks) {
         out[block] = use.in_use;
     }
     return out;
-}
-
-// Why a block of a node missing from the list is kept, or "": a block claimed after the list was
-// taken (its owner may have registered since: the list cannot speak for it), or within
-// blockMinAgeS (a node's first blocks while the list is being made). claimedUnixS is the
-// claiming node's clock: kClockSlackS covers the difference.
-std::string kept_for_age(const cluster::Block& b, time_t list_taken_at, time_t now,
-                         uint64_t min_age_s) {
-    const auto claimed = time_t(b.claimed_unix_s);
-    if (claimed + cluster::kClockSlackS >= list_taken_at) {
-        return "claimed after the node list was taken";
-    }
-    if (claimed + time_t(min_age_s) > now) return "claimed within blockMinAgeS";
-    return "";
 }
 
 // What cluster ls reports beside the blocks: waiting nodes, idle blocks, moved fixed claims.
@@ -81,47 +67,15 @@ Expected<ClusterLsNotes> ls_notes(const ClusterSetup& setup, StoreView& view,
         }
     }
     for (const auto& pool : setup.fixed_pools) {
-        auto moved = moved_claims(setup, *view.store, pool);
+        NodeStates side(setup.run_dir, setup.data_dir);
+        auto moved =
+            cluster::moved_claims(*view.store, view.store->prefix(), setup.node, side, pool);
         if (!moved) return moved.error();
         for (const auto& m : *moved) {
             notes.moved.push_back({pool, m.block, m.owner, m.container, m.why});
         }
     }
     return notes;
-}
-
-// Whether the claim key ("sts:<ns>/<pod>/<ifname>") is one of pod `ns/name`'s.
-bool claim_names_pod(const std::string& key, const std::string& pod) {
-    const size_t colon = key.find(':');
-    const size_t last = key.rfind('/');
-    return colon != std::string::npos && last != std::string::npos && last > colon &&
-           key.substr(colon + 1, last - colon - 1) == pod;
-}
-
-// Why a fixed claim of a node gone is kept, or "" when its policy frees it now: never (the pod's
-// next start anywhere keeps its address, until an operator releases it), while its StatefulSet
-// wants it (gc reads no API), or idle for less than its time. A claim of a timed policy that no
-// DEL marked idle counts from the first gc that found its node gone.
-std::string kept_by_policy(const cluster::FixedClaim& c, uint64_t now) {
-    if (c.keep_idle == format::kKeepIdleForever) {
-        return "reclaim policy never: kept for the pod's next start on any node (release it "
-               "with --claim NAMESPACE/POD)";
-    }
-    if (c.keep_idle == format::kKeepIdleWhileOwnerWants) {
-        if (c.key.starts_with("vm:")) {
-            return "kept while its VM exists, which gc cannot ask (release it with --claim "
-                   "NAMESPACE/VM once the VirtualMachine is deleted)";
-        }
-        return "kept while its StatefulSet wants it, which gc cannot ask (release it with "
-               "--claim NAMESPACE/POD once the set no longer covers the pod)";
-    }
-    if (c.keep_idle == format::kKeepIdleNone) return "";
-    const uint64_t keep_s = c.keep_idle - 1;
-    const uint64_t since = c.idle_since_unix_s != 0 ? c.idle_since_unix_s : now;
-    if (now >= since + keep_s) return "";
-    return "reclaim policy: kept " + std::to_string(keep_s) + " s idle, " +
-           std::to_string(since + keep_s - now) + " s to go" +
-           (c.idle_since_unix_s == 0 ? " (idle from this gc: its node was found gone)" : "");
 }
 
 }  // namespace
@@ -224,74 +178,26 @@ int cmd_cluster_gc(const CommonOptions& common, const ClusterGcOptions& o) {
     // gc writes: the store is checked against this node's cluster id too, when it has one.
     auto view = read_store(*setup, cluster::Guards{});
     if (!view) return cannot_read(view.error());
-    cluster::KvStore& etcd = *view->store;
-    cluster::FixedClaims fixed(etcd, cluster::etcd_prefix(setup->etcd));
-    auto claims = fixed.everywhere();
+    cluster::GcPlan plan;
+    plan.blocks = view->blocks;
+    auto claims = cluster::FixedClaims(*view->store, view->store->prefix()).everywhere();
     if (!claims) return cannot_read(claims.error());
-    const time_t list_taken_at = std::time(nullptr);
+    plan.claims = std::move(*claims);
+    // The list is taken after the store was read (cluster/cluster_gc.h says why).
+    plan.list_taken_at = std::time(nullptr);
     auto live = read_live_nodes(o.live_nodes);
     if (!live) return cannot_read(live.error());
-    if (live->empty()) {
-        return cannot_read(
-            "--live-nodes lists no node: that would release every block of the cluster; "
-            "refusing (give the cluster's Node list)");
-    }
-    cluster::BlockStore store(etcd, cluster::etcd_prefix(setup->etcd));
-    const auto* in_store = &view->blocks;
-    // A list that names none of the nodes owning blocks is almost surely the wrong list.
-    std::set<std::string> owners;
-    for (const auto& [pool, blocks] : *in_store) {
-        for (const auto& b : blocks) owners.insert(b.node);
-    }
-    for (const auto& [pool, c] : *claims) owners.insert(c.node);
-    bool any_live = false;
-    for (const auto& n : owners) any_live = any_live || live->count(n) != 0;
-    if (!owners.empty() && !any_live && !o.force) {
-        return cannot_read("none of the " + std::to_string(owners.size()) +
-                           " nodes owning blocks is in --live-nodes: that would release every "
-                           "block of the cluster; refusing (--force if that is meant)");
-    }
-    const time_t now = std::time(nullptr);
-    std::vector<GcBlockRow> rows;
-    for (const auto& [pool, blocks] : *in_store) {
-        for (const auto& b : blocks) {
-            if (live->count(b.node) != 0) continue;
-            GcBlockRow r{pool, b.cidr.to_string(), b.node, false,
-                         kept_for_age(b, list_taken_at, now, setup->block_min_age_s)};
-            if (o.apply && r.kept.empty()) {
-                // At the revision read: a block claimed again meanwhile is left alone.
-                auto done = store.release(pool, b);
-                if (!done) return cannot_read(done.error());
-                r.released = *done;
-                if (*done)
-                    (void)cluster::Waiting(etcd, cluster::etcd_prefix(setup->etcd))
-                        .clear_idle(pool, b.cidr);
-            }
-            rows.push_back(std::move(r));
-        }
-    }
-    // Fixed claims of the nodes gone (docs/cluster.md, "Fixed claims of a node gone"): each
-    // by its reclaim policy, the pod's next start on any node takes the claim over meanwhile.
-    for (const auto& [pool, c] : *claims) {
-        if (live->count(c.node) != 0) continue;
-        const bool named = !o.claim.empty() && claim_names_pod(c.key, o.claim);
-        GcBlockRow r{pool, "claim " + c.key + " (" + c.address.to_string() + ")", c.node, false,
-                     named ? "" : kept_by_policy(c, uint64_t(now))};
-        if (o.apply && r.kept.empty()) {
-            auto done = fixed.remove(pool, c);
-            if (!done) return cannot_read(done.error());
-            r.released = *done;
-        } else if (o.apply && c.idle_since_unix_s == 0 && !named) {
-            // Idle from now, as far as the store can tell: a timed policy counts from here.
-            auto marked = fixed.mark_idle(pool, c, uint64_t(now));
-            if (!marked) return cannot_read(marked.error());
-        }
-        rows.push_back(std::move(r));
-    }
-    std::cout << (common.json ? json_text(cluster_gc_json(rows, o.apply))
-                              : cluster_gc_text(rows, o.apply));
+    plan.live_nodes = std::move(*live);
+    plan.block_min_age_s = setup->block_min_age_s;
+    plan.named_pod = o.claim;
+    plan.apply = o.apply;
+    plan.force = o.force;
+    auto rows = cluster::collect_garbage(*view->store, plan, std::time(nullptr));
+    if (!rows) return cannot_read(rows.error());
+    std::cout << (common.json ? json_text(cluster_gc_json(*rows, o.apply))
+                              : cluster_gc_text(*rows, o.apply));
     size_t releasable = 0;
-    for (const auto& r : rows) releasable += r.kept.empty();
+    for (const auto& r : *rows) releasable += r.kept.empty();
     return !o.apply && releasable != 0 ? kExitViolations : kExitClean;
 }
 

@@ -19,12 +19,10 @@
 #include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
 #include "cluster/node_files.h"
+#include "cluster/node_pass.h"
 #include "cluster/revision_floor.h"
-#include "cluster/waiting.h"
 #include "engine/recovery/recovery.h"
 #include "pools/pool_dir.h"
-#include "tools/cluster_give_back.h"
-#include "tools/cluster_moved_claims.h"
 #include "tools/cluster_node_use.h"
 #include "tools/cluster_setup.h"
 #include "tools/render/cluster.h"
@@ -34,63 +32,6 @@
 namespace shmipam::tools {
 
 namespace {
-
-// One pass over one pool, under the pool lock (helpers write the cache under it too): the cache
-// rewritten to what the store gives the node, and what changed.
-Expected<std::vector<PassRow>> pass_pool(const ClusterSetup& setup, cluster::BlockStore& store,
-                                         cluster::Waiting& waiting, const cluster::NodeFiles& files,
-                                         const std::string& pool, uint64_t lock_wait_ms,
-                                         bool configured) {
-    auto lock = cluster::PoolLock::acquire(files.lock(pool), lock_wait_ms);
-    if (!lock) return lock.error();
-    auto cached = cluster::read_block_cache(files.block_cache(pool));
-    if (!cached) return cached.error();
-    auto in_store = store.blocks(pool);
-    if (!in_store) return in_store.error();
-    std::vector<cluster::OwnedBlock> mine;
-    std::map<std::string, std::string> owner_of;
-    for (const auto& b : *in_store) {
-        owner_of[b.cidr.to_string()] = b.node;
-        if (b.node == setup.node) mine.push_back({b.cidr, b.mod_revision});
-    }
-    std::vector<PassRow> rows;
-    std::set<std::string> had;
-    for (const auto& b : *cached) had.insert(b.cidr.to_string());
-    for (const auto& b : mine) {
-        if (had.count(b.cidr.to_string()) == 0) {
-            rows.push_back({pool, b.cidr.to_string(), PassRow::Action::kAdopted});
-        }
-    }
-    std::optional<PoolUse> use;
-    for (const auto& b : *cached) {
-        if (owner_of.count(b.cidr.to_string()) != 0 && owner_of[b.cidr.to_string()] == setup.node) {
-            continue;
-        }
-        if (!use) use = pool_use(setup.run_dir, setup.data_dir, pool, b.cidr.prefix);
-        const auto u = use->blocks.find(b.cidr.to_string());
-        const auto o = owner_of.find(b.cidr.to_string());
-        rows.push_back({pool, b.cidr.to_string(), PassRow::Action::kDropped,
-                        u == use->blocks.end() ? 0 : u->second.in_use,
-                        o == owner_of.end() ? "" : o->second});
-    }
-    if (!rows.empty()) {
-        if (auto st = cluster::write_block_cache(files.block_cache(pool), mine); !st) {
-            return st.error();
-        }
-    }
-    if (!configured) {
-        auto given = give_back_withdrawn(setup, store, waiting, files, pool, *in_store);
-        if (!given) return given.error();
-        rows.insert(rows.end(), given->begin(), given->end());
-        return rows;
-    }
-    if (auto given = give_back_for_waiters(setup, store, waiting, files, pool, *in_store); !given) {
-        return given.error();
-    } else if (*given) {
-        rows.push_back(std::move(**given));
-    }
-    return rows;
-}
 
 // What a dead invocation or helper left in the pool's states on this node is healed (the
 // engine's sweep, as shmipamctl repair does): above all slots a helper killed after giving a
@@ -191,9 +132,9 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     }
     auto cfg = cluster::etcd_config_from_json(setup.etcd);
     if (!cfg) return cfg.error();
-    const uint64_t lock_wait_ms = cluster::kLockWaitBudgets * cfg->budget_ms;
-    cluster::BlockStore store(*view->store, cluster::etcd_prefix(setup.etcd));
-    cluster::Waiting waiting(*view->store, cluster::etcd_prefix(setup.etcd));
+    const cluster::PassNode node{setup.node, files, setup.block_min_age_s,
+                                 cluster::kLockWaitBudgets * cfg->budget_ms};
+    NodeStates side(setup.run_dir, setup.data_dir);
     std::vector<PassRow> out;
     const auto failed = [&](const std::string& pool, const Error& e) {
         PassRow row{pool, "", PassRow::Action::kFailed};
@@ -208,8 +149,8 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
             continue;
         }
         if (*healed) out.push_back(std::move(**healed));
-        auto rows = pass_pool(setup, store, waiting, files, pool, lock_wait_ms,
-                              !configured || configured->count(pool) != 0);
+        auto rows = cluster::pass_pool(*view->store, node, side, pool,
+                                       !configured || configured->count(pool) != 0);
         if (!rows) {
             failed(pool, rows.error());
             continue;
@@ -219,8 +160,9 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     for (const auto& pool : setup.fixed_pools) {
         // Under the pool lock, as the node's takes and give-ups are: a local claim read has its
         // store claim in the read after it, unless another node took it or it went by hand.
-        auto lock = cluster::PoolLock::acquire(files.lock(pool), lock_wait_ms);
-        auto rows = lock ? moved_claims(setup, *view->store, pool)
+        auto lock = cluster::PoolLock::acquire(files.lock(pool), node.lock_wait_ms);
+        auto rows = lock ? cluster::moved_claims(*view->store, view->store->prefix(), setup.node,
+                                                 side, pool)
                          : Expected<std::vector<PassRow>>(lock.error());
         if (!rows) {
             failed(pool, rows.error());

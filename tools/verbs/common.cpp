@@ -13,6 +13,7 @@
 
 #include "base/directory.h"
 #include "base/write_all.h"
+#include "engine/state/replace_file.h"
 #include "tools/render/json.h"
 #include "tools/render/released.h"
 #include "tools/verbs/verbs.h"
@@ -125,19 +126,7 @@ int report_released(bool json, bool apply,
 // node_exporter's textfile collector reads *.prom: written aside, renamed into place, so that
 // it never reads half a file.
 Status write_textfile(const std::string& dir, const std::string& name, const std::string& text) {
-    const std::string final_path = dir + "/" + name;
-    const std::string tmp = final_path + ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream f(tmp);
-        f << text;
-        if (!f) return make_error(Code::kIo, "cannot write " + tmp);
-    }
-    if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        return make_error(Code::kIo, "cannot rename to " + final_path + ": " + std::strerror(err));
-    }
-    return Ok{};
+    return engine::replace_file(dir + "/" + name, text, engine::Replace::kWhole);
 }
 
 Status replace_file_atomically(const std::string& dir, const std::string& name,
