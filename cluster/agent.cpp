@@ -9,10 +9,6 @@ namespace shmipam::cluster::agent {
 
 namespace {
 
-const protocol::Scope& scope_of(const protocol::Request& r) {
-    return std::visit([](const auto& op) -> const protocol::Scope& { return op.scope; }, r);
-}
-
 bool lock_handed_over(const protocol::Request& r) {
     if (const auto* c = std::get_if<protocol::ClaimBlock>(&r)) return c->lock_handed_over;
     if (const auto* f = std::get_if<protocol::Refresh>(&r)) return f->lock_handed_over;
@@ -51,7 +47,7 @@ Expected<Answer> dispatch(const protocol::Request& request, const Context& c) {
 // Steps 3 and 4 of serve(), under the lock.
 Expected<Answer> serve_locked(const protocol::Request& request, KvStore& kv,
                               const NodeFiles& files) {
-    const protocol::Scope& scope = scope_of(request);
+    const protocol::Scope& scope = protocol::scope_of(request);
     Guards guards;
     guards.cluster_id = Guards::ClusterId::kRemember;
     auto store = GuardedStore::open(kv, etcd_prefix(scope.etcd), scope.state_dir, guards);
@@ -65,7 +61,7 @@ Expected<Answer> serve_locked(const protocol::Request& request, KvStore& kv,
 }  // namespace
 
 Expected<Answer> serve(const protocol::Request& request, KvStore& kv, const LockTaking& taking) {
-    const protocol::Scope& scope = scope_of(request);
+    const protocol::Scope& scope = protocol::scope_of(request);
     const NodeFiles files{scope.state_dir, ""};
     timespec started{};
     ::clock_gettime(CLOCK_REALTIME, &started);

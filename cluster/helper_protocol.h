@@ -124,6 +124,11 @@ struct ReleaseBlock {
 using Request = std::variant<ClaimBlock, Refresh, TakeFixed, GiveUpFixed, GiveUpUnheld, ReadFixed,
                              ReleaseBlock>;
 
+// What every request names (each op carries its scope).
+inline const Scope& scope_of(const Request& r) {
+    return std::visit([](const auto& op) -> const Scope& { return op.scope; }, r);
+}
+
 std::string encode(const Request& r);
 // Code 6 for text that is not a JSON object, 1 for another version or an unknown op, 7 for a
 // field missing or of the wrong type (naming it).

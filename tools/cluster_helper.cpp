@@ -26,8 +26,7 @@ int fail(const Error& e) {
 }
 
 int serve(const protocol::Request& request) {
-    const protocol::Scope& scope =
-        std::visit([](const auto& op) -> const protocol::Scope& { return op.scope; }, request);
+    const protocol::Scope& scope = protocol::scope_of(request);
     auto cfg = cluster::etcd_config_from_json(scope.etcd);
     if (!cfg) return fail(cfg.error());
     cluster::EtcdClient etcd(*cfg);
