@@ -33,7 +33,7 @@ struct Guards {
     };
     ClusterId cluster_id = ClusterId::kCheckIfKnown;
     // Off only for the operator's recovery after the store went back in time, which is the way
-    // out of that refusal (tools/cluster_recover.cpp).
+    // out of that refusal (cluster/node_recover.h).
     bool check_revision_floor = true;
     // An empty store is stamped with this release's layout (writers); off: it reads as empty.
     bool stamp_schema = true;

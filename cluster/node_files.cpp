@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/directory.h"
 #include "base/write_all.h"
 #include "cluster/block_cache.h"
 
@@ -91,6 +92,17 @@ bool fresh_mtime(const struct stat& st) {
 }
 
 }  // namespace
+
+std::set<std::string> cached_pools(const std::string& state_dir) {
+    constexpr std::string_view kSuffix = ".blocks";
+    std::set<std::string> out;
+    (void)base::for_each_entry(state_dir, [&](std::string_view name) {
+        if (name.size() > kSuffix.size() && name.ends_with(kSuffix)) {
+            out.emplace(name.substr(0, name.size() - kSuffix.size()));
+        }
+    });
+    return out;
+}
 
 std::string NodeFiles::block_cache(const std::string& pool) const {
     return block_cache_path(state_dir, pool);

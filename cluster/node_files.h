@@ -21,6 +21,7 @@
 
 #include <ctime>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "base/status.h"
@@ -61,6 +62,10 @@ struct NodeFiles {
         return run_dir + "/" + pool + ".reconciled";
     }
 };
+
+// The pools a node caches blocks of (<state_dir>/<pool>.blocks), `state_dir` being its
+// NodeFiles::state_dir.
+std::set<std::string> cached_pools(const std::string& state_dir);
 
 // mkdir -p; errors show when the directory is used.
 void make_dirs(const std::string& dir);

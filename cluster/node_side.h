@@ -1,8 +1,9 @@
-// What cluster mode's node pass asks of the node's own pool states (docs/cluster.md, "The node
-// pass"): how many addresses of each block are in use there, and which fixed claims its
-// sandboxes use. The states' layout belongs to the layers above (the node's runDir and dataDir,
-// a SpiderIPPool's or a subnet's state of one name), so the pass is handed this view:
-// tools/cluster_node_use.h reads the real states, the unit tests hand a made-up node.
+// What cluster mode's node pass and recovery ask of the node's own pool states (docs/cluster.md,
+// "The node pass", "The store went back in time"): how many addresses of each block are in use
+// there, and which fixed claims it holds and its sandboxes use. The states' layout belongs to the
+// layers above (the node's runDir and dataDir, a SpiderIPPool's or a subnet's state of one name),
+// so the pass and recovery are handed this view: tools/cluster_node_use.h reads the real states,
+// the unit tests hand a made-up node.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +43,18 @@ class NodeSide {
     virtual PoolUse pool_use(const std::string& pool, int block_prefix) = 0;
     // Whether the node has any state of the pool now, arena or journal (an ADD made one).
     virtual bool has_pool_state(const std::string& pool) = 0;
-    // The fixed claims of `pool` a sandbox here uses (none: no state of the pool here).
-    virtual std::vector<engine::ClaimView> claims_in_use(const std::string& pool) = 0;
+    // Every fixed claim the node's state of `pool` holds, in use or idle (none: no state of
+    // the pool here). Fixed claims are made in the pool's own state, never a subnet's.
+    virtual std::vector<engine::ClaimView> claims_held(const std::string& pool) = 0;
+
+    // Those a sandbox here uses.
+    std::vector<engine::ClaimView> claims_in_use(const std::string& pool) {
+        std::vector<engine::ClaimView> out;
+        for (auto& c : claims_held(pool)) {
+            if (c.use == engine::ClaimView::Use::kInUse) out.push_back(std::move(c));
+        }
+        return out;
+    }
 };
 
 }  // namespace shmipam::cluster

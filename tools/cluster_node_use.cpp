@@ -81,16 +81,12 @@ cluster::PoolUse NodeStates::pool_use(const std::string& pool, int block_prefix)
     return out;
 }
 
-std::vector<engine::ClaimView> NodeStates::claims_in_use(const std::string& pool) {
-    std::vector<engine::ClaimView> out;
+std::vector<engine::ClaimView> NodeStates::claims_held(const std::string& pool) {
     // Fixed claims are made in the pool's own state (pool/<name>).
     auto store = open_network(run_dir_, "pool/" + pool, shm::Access::kReadOnly);
-    if (!store) return out;  // no state of the pool on this node
+    if (!store) return {};  // no state of the pool on this node
     engine::NetworkConfig none;
-    for (auto& local : engine::Allocator(**store, none).claims()) {
-        if (local.use == engine::ClaimView::Use::kInUse) out.push_back(std::move(local));
-    }
-    return out;
+    return engine::Allocator(**store, none).claims();
 }
 
 }  // namespace shmipam::tools

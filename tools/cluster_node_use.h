@@ -20,7 +20,7 @@ class NodeStates final : public cluster::NodeSide {
 
     cluster::PoolUse pool_use(const std::string& pool, int block_prefix) override;
     bool has_pool_state(const std::string& pool) override;
-    std::vector<engine::ClaimView> claims_in_use(const std::string& pool) override;
+    std::vector<engine::ClaimView> claims_held(const std::string& pool) override;
 
   private:
     std::string run_dir_, data_dir_;

@@ -2,7 +2,6 @@
 
 #include <sstream>
 
-#include "base/directory.h"
 #include "cluster/etcd_config.h"
 #include "cluster/key_schema.h"
 #include "cluster/node_name.h"
@@ -62,17 +61,6 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
         }
     }
     return s;
-}
-
-std::set<std::string> cached_pools(const std::string& state_dir) {
-    std::set<std::string> out;
-    (void)base::for_each_entry(state_dir, [&](std::string_view name) {
-        const std::string n(name);
-        if (n.size() > 7 && n.compare(n.size() - 7, 7, ".blocks") == 0) {
-            out.insert(n.substr(0, n.size() - 7));
-        }
-    });
-    return out;
 }
 
 Expected<StoreView> read_store(const ClusterSetup& setup, cluster::Guards guards) {

@@ -35,9 +35,6 @@ struct ClusterSetup {
 Expected<ClusterSetup> read_setup(const std::string& config, const std::string& node,
                                   const std::string& run_dir);
 
-// The pools this node caches blocks of: <dataDir>/_cluster/<pool>.blocks.
-std::set<std::string> cached_pools(const std::string& state_dir);
-
 // The store of the config's etcd opened through `guards` (cluster/guarded_store.h: code 7 when
 // the store is another cluster's, went back in time, or holds another layout), and every
 // pool's blocks as it says now. Readers never stamp an empty store.

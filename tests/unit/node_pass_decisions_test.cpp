@@ -16,6 +16,7 @@
 #include "cluster/node_pass.h"
 #include "engine/addr/fingerprint.h"
 #include "tests/support/block_views.h"
+#include "tests/support/made_up_node.h"
 #include "tests/support/memory_kv.h"
 #include "tests/support/temp_dir.h"
 
@@ -28,19 +29,6 @@ namespace protocol = cluster::protocol;
 
 constexpr const char* kPrefix = "/shmipam";
 constexpr uint64_t kLockWaitMs = 1000;
-
-// A node whose pool states say what the test sets.
-class MadeUpNode final : public cluster::NodeSide {
-  public:
-    cluster::PoolUse use;  // of every pool
-    std::vector<engine::ClaimView> in_use;
-
-    cluster::PoolUse pool_use(const std::string&, int) override { return use; }
-    bool has_pool_state(const std::string&) override {
-        return use.found != cluster::PoolUse::Found::kNone;
-    }
-    std::vector<engine::ClaimView> claims_in_use(const std::string&) override { return in_use; }
-};
 
 class NodePassDecisions : public ::testing::Test {
   protected:
@@ -201,7 +189,7 @@ TEST_F(NodePassDecisions, AFixedClaimThatMovedWhileASandboxHereUsesItIsReportedW
     local.addresses = {*engine::IpAddress::parse("10.78.0.1")};
     local.use = engine::ClaimView::Use::kInUse;
     local.container_id = "sandbox-on-a";
-    side.in_use = {local};
+    side.claims = {local};
     MemoryKv kv(etcd);
     auto rows = cluster::moved_claims(kv, kPrefix, "node-a", side, "sts");
     ASSERT_TRUE(rows) << rows.error().msg;

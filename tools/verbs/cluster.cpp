@@ -101,7 +101,7 @@ int cmd_cluster_ls(const CommonOptions& common, const ClusterLsOptions& o) {
         }
     }
     const std::string cache_dir = setup->data_dir + "/_cluster";
-    for (const std::string& pool : cached_pools(cache_dir)) {
+    for (const std::string& pool : cluster::cached_pools(cache_dir)) {
         auto cached = cluster::read_block_cache(cluster::block_cache_path(cache_dir, pool));
         if (!cached) continue;
         for (const auto& b : *cached) {

@@ -90,7 +90,8 @@ Expected<bool> node_files_trusted(const ClusterSetup& setup, const StoreView& vi
     }
     auto known = store_knows_node(setup, view);
     if (!known) return known.error();
-    if (!*known && cached_pools(dir).empty()) return false;  // a node that has claimed nothing
+    if (!*known && cluster::cached_pools(dir).empty())
+        return false;  // a node that has claimed nothing
     return make_error(
         Code::kInvalidConfig,
         cluster::cluster_id_path(dir) + " is missing while the store gives node " + setup.node +
@@ -124,7 +125,7 @@ Expected<std::vector<PassRow>> node_pass(const ClusterSetup& setup) {
     if (!trusted) return trusted.error();
     if (!*trusted) return std::vector<PassRow>{};
     const cluster::NodeFiles files{setup.state_dir(), setup.run_dir + "/_cluster"};
-    std::set<std::string> pools = cached_pools(files.state_dir);
+    std::set<std::string> pools = cluster::cached_pools(files.state_dir);
     for (const auto& [pool, blocks] : view->blocks) {
         for (const auto& b : blocks) {
             if (b.node == setup.node) pools.insert(pool);
@@ -195,7 +196,7 @@ int cmd_cluster_pass(const CommonOptions& common, const ClusterPassOptions& o) {
         if (!o.textfile_dir.empty()) {
             std::set<std::string> pools(setup->fixed_pools.begin(), setup->fixed_pools.end());
             for (const auto& r : *rows) pools.insert(r.pool);
-            for (const auto& p : cached_pools(setup->state_dir())) pools.insert(p);
+            for (const auto& p : cluster::cached_pools(setup->state_dir())) pools.insert(p);
             const std::string text = cluster_pass_metrics(
                 setup->node, *rows, {pools.begin(), pools.end()}, uint64_t(std::time(nullptr)));
             if (auto st = write_textfile(o.textfile_dir, "shmipam_cluster.prom", text); !st) {

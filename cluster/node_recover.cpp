@@ -1,19 +1,16 @@
-#include "tools/cluster_recover.h"
+#include "cluster/node_recover.h"
 
 #include <map>
 
 #include "cluster/block_cache.h"
 #include "cluster/block_store.h"
 #include "cluster/cluster_identity.h"
-#include "cluster/etcd_config.h"
 #include "cluster/fixed_claims.h"
-#include "cluster/node_files.h"
+#include "cluster/key_schema.h"
 #include "cluster/revision_floor.h"
 #include "engine/addr/fingerprint.h"
-#include "engine/ops/allocator.h"
-#include "tools/verbs/verbs.h"
 
-namespace shmipam::tools {
+namespace shmipam::cluster {
 
 namespace {
 
@@ -21,13 +18,11 @@ using Outcome = RecoverRow::Outcome;
 
 // One pool's cached blocks against the store's, under the pool lock (a helper of this node
 // writes the cache under it; the node's helpers are refused meanwhile anyway, by the floor).
-Status recover_blocks(const ClusterSetup& setup, cluster::BlockStore& store,
-                      const std::vector<cluster::Block>& in_store, const std::string& pool,
-                      uint64_t lock_wait_ms, bool apply, std::vector<RecoverRow>& rows) {
-    const cluster::NodeFiles files{setup.state_dir(), setup.run_dir + "/_cluster"};
-    auto lock = cluster::PoolLock::acquire(files.lock(pool), lock_wait_ms);
+Status recover_blocks(const RecoverNode& n, BlockStore& store, const std::vector<Block>& in_store,
+                      const std::string& pool, bool apply, std::vector<RecoverRow>& rows) {
+    auto lock = PoolLock::acquire(n.files.lock(pool), n.lock_wait_ms);
     if (!lock) return lock.error();
-    auto cached = cluster::read_block_cache(files.block_cache(pool));
+    auto cached = read_block_cache(n.files.block_cache(pool));
     if (!cached) {
         rows.push_back({pool, "blocks", Outcome::kCannot, cached.error().msg});
         return Ok{};
@@ -39,7 +34,7 @@ Status recover_blocks(const ClusterSetup& setup, cluster::BlockStore& store,
         RecoverRow row{pool, "block " + name, Outcome::kPresent, ""};
         const auto o = owner_of.find(name);
         if (o != owner_of.end()) {
-            if (o->second != setup.node) {
+            if (o->second != n.node) {
                 row.outcome = Outcome::kConflict;
                 row.why = "the store gives it to node " + o->second;
             }
@@ -50,8 +45,7 @@ Status recover_blocks(const ClusterSetup& setup, cluster::BlockStore& store,
             // absent, answers it if it is this node's, and names the owner otherwise (a node
             // that claimed it since the store was read). The block stands in for the pool's
             // CIDR, which only bounds the address (the node's cache has the block alone).
-            auto got =
-                store.claim_holding(pool, b.cidr, b.cidr.prefix, b.cidr.network(), setup.node);
+            auto got = store.claim_holding(pool, b.cidr, b.cidr.prefix, b.cidr.network(), n.node);
             if (got) {
                 row.outcome = Outcome::kRecreated;
             } else if (got.error().code == Code::kRequestedAddressTaken) {
@@ -68,16 +62,11 @@ Status recover_blocks(const ClusterSetup& setup, cluster::BlockStore& store,
 
 // The fixed claims the node's state of `pool` holds (in use or idle: an idle one is served
 // again to its pod here, so its address must not go to another node) against the store's.
-Status recover_claims(const ClusterSetup& setup, cluster::FixedClaims& fixed,
-                      const std::string& pool, uint64_t lock_wait_ms, bool apply,
-                      std::vector<RecoverRow>& rows) {
-    const cluster::NodeFiles files{setup.state_dir(), setup.run_dir + "/_cluster"};
-    auto lock = cluster::PoolLock::acquire(files.lock(pool), lock_wait_ms);
+Status recover_claims(const RecoverNode& n, FixedClaims& fixed, NodeSide& side,
+                      const std::string& pool, bool apply, std::vector<RecoverRow>& rows) {
+    auto lock = PoolLock::acquire(n.files.lock(pool), n.lock_wait_ms);
     if (!lock) return lock.error();
-    auto state = open_network(setup.run_dir, "pool/" + pool, shm::Access::kReadOnly);
-    if (!state) return Ok{};  // no state of the pool on this node: nothing it holds
-    engine::NetworkConfig none;
-    const auto local = engine::Allocator(**state, none).claims();
+    const std::vector<engine::ClaimView> local = side.claims_held(pool);
     if (local.empty()) return Ok{};
     auto in_store = fixed.all(pool);
     if (!in_store) return in_store.error();
@@ -85,7 +74,7 @@ Status recover_claims(const ClusterSetup& setup, cluster::FixedClaims& fixed,
         RecoverRow row{pool, "claim " + c.key + " (" + engine::addresses_text(c.addresses) + ")",
                        Outcome::kPresent, ""};
         // The state may hold the key cut to its entry's field: then it cannot be made again.
-        if (engine::fingerprint(c.key, cluster::ifname_of_claim_key(c.key)) != c.fp) {
+        if (engine::fingerprint(c.key, ifname_of_claim_key(c.key)) != c.fp) {
             row.outcome = Outcome::kCannot;
             row.why = "this node's state holds the claim key cut short; make it again by hand";
             rows.push_back(std::move(row));
@@ -99,14 +88,14 @@ Status recover_claims(const ClusterSetup& setup, cluster::FixedClaims& fixed,
             continue;
         }
         const engine::IpAddress& a = c.addresses.front();
-        const cluster::FixedClaim* same_key = nullptr;
-        const cluster::FixedClaim* same_address = nullptr;
+        const FixedClaim* same_key = nullptr;
+        const FixedClaim* same_address = nullptr;
         for (const auto& s : *in_store) {
             if (s.key == c.key) same_key = &s;
             if (s.address == a) same_address = &s;
         }
         if (same_key != nullptr) {
-            if (same_key->node != setup.node || !(same_key->address == a)) {
+            if (same_key->node != n.node || !(same_key->address == a)) {
                 row.outcome = Outcome::kConflict;
                 row.why = "the store gives claim " + c.key + " to node " + same_key->node + " on " +
                           same_key->address.to_string();
@@ -120,9 +109,9 @@ Status recover_claims(const ClusterSetup& setup, cluster::FixedClaims& fixed,
         } else {
             const uint64_t idle_since =
                 c.use == engine::ClaimView::Use::kInUse ? 0 : c.idle_since_unix_s;
-            auto done = fixed.restore(pool, c.key, a, setup.node, c.keep_idle, idle_since);
+            auto done = fixed.restore(pool, c.key, a, n.node, c.keep_idle, idle_since);
             if (!done) return done.error();
-            using R = cluster::FixedClaims::Restored::Outcome;
+            using R = FixedClaims::Restored::Outcome;
             row.outcome = done->outcome == R::kCreated   ? Outcome::kRecreated
                           : done->outcome == R::kPresent ? Outcome::kPresent
                                                          : Outcome::kConflict;
@@ -147,43 +136,39 @@ bool RecoverReport::work_left(bool applied) const {
     return count(Outcome::kMissing) != 0 || floor_ahead || id_changed || !floor_problem.empty();
 }
 
-Expected<RecoverReport> recover_node(const ClusterSetup& setup, bool apply) {
-    auto cfg = cluster::etcd_config_from_json(setup.etcd);
-    if (!cfg) return cfg.error();
-    // The store as it is: this verb is the way out of the revision guard, so it does not ask it.
-    cluster::Guards guards{cluster::Guards::ClusterId::kIgnore};
-    guards.check_revision_floor = false;
-    auto view = read_store(setup, guards);
-    if (!view) return view.error();
-    cluster::KvStore& etcd = *view->store;
-    const std::string dir = setup.state_dir();
+Expected<RecoverReport> recover_node(GuardedStore& store, const RecoverNode& n, NodeSide& side,
+                                     bool apply) {
+    const std::string& prefix = store.prefix();
+    const std::string& dir = n.files.state_dir;
+    // One read of every pool's keys: the blocks compared come from it.
+    auto kvs = store.get_prefix(keys::pools(prefix));
+    if (!kvs) return kvs.error();
+    const auto blocks = BlockStore::blocks_by_pool(prefix, *kvs);
     RecoverReport report;
-    report.node = setup.node;
-    const uint64_t cluster_id = etcd.last_header().cluster_id;
-    report.store_revision = etcd.highest_revision();
-    if (auto floor = cluster::remembered_revision(dir); floor) {
+    report.node = n.node;
+    const uint64_t cluster_id = store.last_header().cluster_id;
+    report.store_revision = store.highest_revision();
+    if (auto floor = remembered_revision(dir); floor) {
         report.remembered_revision = *floor;
-        report.floor_ahead = *floor > etcd.highest_revision();
+        report.floor_ahead = *floor > store.highest_revision();
     } else {
         report.floor_problem = floor.error().msg;
     }
-    report.id_changed = cluster::has_cluster_id(dir) && !cluster::check_cluster_id(dir, cluster_id);
+    report.id_changed = has_cluster_id(dir) && !check_cluster_id(dir, cluster_id);
 
-    const uint64_t lock_wait_ms = cluster::kLockWaitBudgets * cfg->budget_ms;
-    const std::string prefix = cluster::etcd_prefix(setup.etcd);
-    cluster::BlockStore store(etcd, prefix);
+    BlockStore block_store(store, prefix);
+    const std::vector<Block> none;
     for (const auto& pool : cached_pools(dir)) {
-        const auto b = view->blocks.find(pool);
-        const std::vector<cluster::Block> none;
-        if (auto st = recover_blocks(setup, store, b == view->blocks.end() ? none : b->second, pool,
-                                     lock_wait_ms, apply, report.rows);
+        const auto b = blocks.find(pool);
+        if (auto st = recover_blocks(n, block_store, b == blocks.end() ? none : b->second, pool,
+                                     apply, report.rows);
             !st) {
             return st.error();
         }
     }
-    cluster::FixedClaims fixed(etcd, prefix);
-    for (const auto& pool : setup.fixed_pools) {
-        if (auto st = recover_claims(setup, fixed, pool, lock_wait_ms, apply, report.rows); !st) {
+    FixedClaims fixed(store, prefix);
+    for (const auto& pool : n.fixed_pools) {
+        if (auto st = recover_claims(n, fixed, side, pool, apply, report.rows); !st) {
             return st.error();
         }
     }
@@ -192,14 +177,14 @@ Expected<RecoverReport> recover_node(const ClusterSetup& setup, bool apply) {
     const bool complete =
         report.count(Outcome::kConflict) == 0 && report.count(Outcome::kCannot) == 0;
     if (apply && complete) {
-        if (auto st = cluster::replace_cluster_id(dir, cluster_id); !st) return st.error();
-        if (auto st = cluster::reset_revision_floor(dir, etcd.highest_revision()); !st) {
+        if (auto st = replace_cluster_id(dir, cluster_id); !st) return st.error();
+        if (auto st = reset_revision_floor(dir, store.highest_revision()); !st) {
             return st.error();
         }
         report.accepted = true;
-        report.accepted_revision = etcd.highest_revision();
+        report.accepted_revision = store.highest_revision();
     }
     return report;
 }
 
-}  // namespace shmipam::tools
+}  // namespace shmipam::cluster

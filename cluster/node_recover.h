@@ -1,19 +1,24 @@
-// shmipamctl cluster recover (docs/cluster.md, "The store went back in time"): after etcd was
-// rebuilt from nothing or restored from a snapshot, each node puts back into the store what it
-// still holds (the blocks in its block caches, the fixed claims in its pool states of
-// fixedAddressPools pools), each created only if absent, never taken from another node; and
-// when all of it is in the store again, the node accepts the new store (its remembered revision
-// reset to the store's, its cluster id too), so its helpers claim again.
+// A node's recovery after the store went back in time (docs/cluster.md, "The store went back in
+// time"), run by `shmipamctl cluster recover` (tools/verbs/cluster_recover.cpp) over etcd and
+// the node's real states, and by the unit tests over the in-memory store and a made-up node.
+// After etcd was rebuilt from nothing or restored from a snapshot, each node puts back into the
+// store what it still holds (the blocks in its block caches, the fixed claims in its pool
+// states of fixedAddressPools pools), each created only if absent, never taken from another
+// node; and when all of it is in the store again, the node accepts the new store (its
+// remembered revision reset to the store's, its cluster id too), so its agents claim again.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
-#include "tools/cluster_setup.h"
+#include "cluster/guarded_store.h"
+#include "cluster/node_files.h"
+#include "cluster/node_side.h"
 
-namespace shmipam::tools {
+namespace shmipam::cluster {
 
 struct RecoverRow {
     enum class Outcome {
@@ -45,10 +50,21 @@ struct RecoverReport {
     bool work_left(bool applied) const;
 };
 
-// Compares what the node holds with the store and, with `apply`, re-creates what is missing
-// and accepts the store when nothing is in conflict. An error only when the store or the node's
-// directory cannot be read at all (nothing was changed then, or only re-creations, which a
-// second run finds present).
-Expected<RecoverReport> recover_node(const ClusterSetup& setup, bool apply);
+// The node recovery runs for.
+struct RecoverNode {
+    std::string node;
+    NodeFiles files;
+    std::set<std::string> fixed_pools;  // ipam.fixedAddressPools
+    uint64_t lock_wait_ms = 0;          // for the pool lock
+};
 
-}  // namespace shmipam::tools
+// Compares what the node holds with the store and, with `apply`, re-creates what is missing
+// and accepts the store when nothing is in conflict. `store` is opened with neither the cluster
+// id nor the revision floor guarded (this is the way out of those refusals; the report says
+// what they found) and without stamping the schema. An error only when the store or the
+// node's directory cannot be read at all (nothing was changed then, or only re-creations,
+// which a second run finds present).
+Expected<RecoverReport> recover_node(GuardedStore& store, const RecoverNode& n, NodeSide& side,
+                                     bool apply);
+
+}  // namespace shmipam::cluster
