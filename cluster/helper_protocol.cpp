@@ -5,6 +5,7 @@
 namespace shmipam::cluster::protocol {
 
 using nlohmann::json;
+namespace envelope = base::envelope;
 
 namespace {
 
@@ -57,61 +58,38 @@ void put_geometry(json& j, const BlockGeometry& g) {
     j["seen"] = seen;
 }
 
-Error missing(const std::string& op, const char* field, const char* want) {
-    return make_error(Code::kInvalidConfig, "the cluster helper's " + op + " request needs \"" +
-                                                field + "\" (" + want + ")");
-}
+// The envelope's readers of one request's fields, and this protocol's own kinds of field; each
+// answers code 7 naming the field.
+struct Reader : envelope::FieldReader {
+    Reader(const json& object, const std::string& op)
+        : FieldReader(kProtocol, object, op + " request"), j(object) {}
 
-// Readers of one request's fields; each answers code 7 naming the field.
-struct Reader {
     const json& j;
-    std::string op;
 
-    Expected<std::string> text(const char* f, bool required = true) const {
-        auto it = j.find(f);
-        if (it == j.end() || it->is_null()) {
-            if (required) return missing(op, f, "a string");
-            return std::string();
-        }
-        if (!it->is_string()) return missing(op, f, "a string");
-        return it->get<std::string>();
-    }
     Expected<uint64_t> number(const char* f, std::optional<uint64_t> fallback) const {
-        auto it = j.find(f);
-        if (it == j.end() || it->is_null()) {
-            if (fallback) return *fallback;
-            return missing(op, f, "a non-negative integer");
-        }
-        if (!it->is_number_unsigned()) return missing(op, f, "a non-negative integer");
-        return it->get<uint64_t>();
-    }
-    Expected<bool> flag(const char* f) const {
-        auto it = j.find(f);
-        if (it == j.end() || it->is_null()) return false;
-        if (!it->is_boolean()) return missing(op, f, "true or false");
-        return it->get<bool>();
+        return count(f, fallback);
     }
     Expected<engine::Cidr> cidr(const char* f) const {
         auto t = text(f);
         if (!t) return t.error();
         auto c = engine::Cidr::parse(*t);
-        if (!c) return missing(op, f, "a CIDR");
+        if (!c) return field_error(f, "a CIDR");
         return *c;
     }
     Expected<std::vector<AddressRange>> ranges(const char* f) const {
         std::vector<AddressRange> out;
         auto it = j.find(f);
         if (it == j.end() || it->is_null()) return out;
-        if (!it->is_array()) return missing(op, f, "a list of \"first-last\" ranges");
+        if (!it->is_array()) return field_error(f, "a list of \"first-last\" ranges");
         for (const auto& r : *it) {
-            if (!r.is_string()) return missing(op, f, "a list of \"first-last\" ranges");
+            if (!r.is_string()) return field_error(f, "a list of \"first-last\" ranges");
             const std::string s = r.get<std::string>();
             const size_t dash = s.find('-');
             auto first = engine::IpAddress::parse(s.substr(0, dash));
             auto last =
                 dash == std::string::npos ? first : engine::IpAddress::parse(s.substr(dash + 1));
             if (!first || !last || first->family != last->family) {
-                return missing(op, f, "a list of \"first-last\" ranges");
+                return field_error(f, "a list of \"first-last\" ranges");
             }
             out.push_back({*first, *last});
         }
@@ -120,7 +98,7 @@ struct Reader {
     Expected<Scope> scope() const {
         Scope s;
         auto e = j.find("etcd");
-        if (e == j.end() || !e->is_object()) return missing(op, "etcd", "ipam.etcd's object");
+        if (e == j.end() || !e->is_object()) return field_error("etcd", "ipam.etcd's object");
         s.etcd = *e;
         auto pool = text("pool");
         auto node = text("node");
@@ -129,7 +107,7 @@ struct Reader {
         if (!node) return node.error();
         if (!dir) return dir.error();
         if (pool->empty() || node->empty() || dir->empty()) {
-            return missing(op, "pool, node and stateDir", "each not empty");
+            return field_error("pool, node and stateDir", "each not empty");
         }
         s.pool = *pool;
         s.node = *node;
@@ -143,7 +121,7 @@ struct Reader {
         auto p = number("blockPrefix", std::nullopt);
         if (!p) return p.error();
         if (*p < uint64_t(c->prefix) || *p > uint64_t(c->address.bits())) {
-            return missing(op, "blockPrefix", "a prefix length within the pool's CIDR");
+            return field_error("blockPrefix", "a prefix length within the pool's CIDR");
         }
         auto u = ranges("usable");
         if (!u) return u.error();
@@ -151,10 +129,10 @@ struct Reader {
         g.block_prefix = int(*p);
         g.usable = std::move(*u);
         if (auto s = j.find("seen"); s != j.end() && !s->is_null()) {
-            if (!s->is_array()) return missing(op, "seen", "a list of block CIDRs");
+            if (!s->is_array()) return field_error("seen", "a list of block CIDRs");
             for (const auto& b : *s) {
                 auto bc = b.is_string() ? engine::Cidr::parse(b.get<std::string>()) : std::nullopt;
-                if (!bc) return missing(op, "seen", "a list of block CIDRs");
+                if (!bc) return field_error("seen", "a list of block CIDRs");
                 g.seen.push_back(*bc);
             }
         }
@@ -163,25 +141,14 @@ struct Reader {
 };
 
 // A string field, or "" when it is absent or of another type (never a throw: a malformed answer
-// or request is refused by what needs the field, not by an exception).
+// is refused by what needs the field, not by an exception).
 std::string text_of(const json& j, const char* field) {
     const auto it = j.find(field);
     return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// The answer JSON on the helper's stdout: the error it carries, or the object.
 Expected<json> answer_object(std::string_view text) {
-    json a = json::parse(text, nullptr, false);
-    if (a.is_discarded() || !a.is_object()) {
-        return make_error(Code::kInternal, "the cluster helper answered something that is not JSON",
-                          std::string(text));
-    }
-    if (a.contains("code")) {
-        const int code =
-            a["code"].is_number_integer() ? a["code"].get<int>() : int(Code::kInternal);
-        return make_error(Code(code), text_of(a, "msg"), text_of(a, "details"));
-    }
-    return a;
+    return envelope::answer_object(kProtocol, text);
 }
 
 Error unreadable_answer(const json& a) {
@@ -198,8 +165,8 @@ std::optional<engine::Cidr> optional_cidr(const json& a, const char* f) {
 }  // namespace
 
 std::string encode(const Request& r) {
-    json j{{"version", kVersion}};
-    std::visit([&](const auto& op) { j["op"] = op_name(op); }, r);
+    json j = envelope::request_head(
+        kProtocol, std::visit([](const auto& op) { return std::string_view(op_name(op)); }, r));
     if (const auto* c = std::get_if<ClaimBlock>(&r)) {
         put_scope(j, c->scope);
         put_geometry(j, c->geometry);
@@ -243,21 +210,10 @@ std::string encode(const Request& r) {
 }
 
 Expected<Request> decode(std::string_view text) {
-    const json j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-        return make_error(Code::kDecode, "the cluster helper reads a JSON object on stdin");
-    }
-    const auto version = j.find("version");
-    if (version == j.end() || !version->is_number_integer() || version->get<int>() != kVersion) {
-        return make_error(Code::kIncompatibleVersion,
-                          "the cluster helper speaks protocol version " + std::to_string(kVersion) +
-                              ", and the request is of version " +
-                              (version == j.end() ? std::string("none") : version->dump()),
-                          "install the plugin and shmipam-cluster of one release side by side "
-                          "(shmipamctl install puts both)");
-    }
-    const std::string op = text_of(j, "op");
-    const Reader in{j, op};
+    auto received = envelope::receive(kProtocol, text);
+    if (!received) return received.error();
+    const std::string& op = received->op;
+    const Reader in{received->body, op};
     auto scope = in.scope();
     if (op == op_name(ClaimBlock{})) {
         if (!scope) return scope.error();
@@ -360,10 +316,7 @@ Expected<Request> decode(std::string_view text) {
         if (!even_last) return even_last.error();
         return Request{ReleaseBlock{std::move(*scope), *block, *state, *age, *even_last}};
     }
-    return make_error(Code::kIncompatibleVersion,
-                      "the cluster helper knows no op \"" + op + "\" in protocol version " +
-                          std::to_string(kVersion),
-                      "install the plugin and shmipam-cluster of one release side by side");
+    return envelope::unknown_op(kProtocol, op);
 }
 
 json to_json(const BlockAnswer& a) {
@@ -392,10 +345,6 @@ json to_json(const FixedOwnerAnswer& a) {
 json to_json(const ReleaseAnswer& a) {
     return {{"released", a.released ? json(a.released->to_string()) : json(nullptr)},
             {"why", a.why}};
-}
-
-json error_json(const Error& e) {
-    return {{"code", int(e.code)}, {"msg", e.msg}, {"details", e.details}};
 }
 
 Expected<BlockAnswer> block_answer(std::string_view text) {

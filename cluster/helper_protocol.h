@@ -3,15 +3,17 @@
 // that needs the store it execs the helper with one request on its stdin and reads one answer
 // on its stdout. Each request is one struct with an explicit op and the protocol's version:
 //
-//   {"version": 1, "op": "claim-block", "etcd": {...}, "pool": "p", "node": "n",
+//   {"version": 2, "op": "claim-block", "etcd": {...}, "pool": "p", "node": "n",
 //    "stateDir": "/var/lib/cni/networks/_cluster", "cidr": "10.1.0.0/16", "blockPrefix": 26,
 //    "maxBlocks": 32, "usable": ["10.1.0.1-10.1.255.254"], "seen": ["10.1.0.0/26"],
 //    "ahead": false, "lockHandedOver": true}
 //
-// A helper refuses a request of another version or an op it does not know (code 1) rather than
-// guess: an upgrade that replaced the plugin but not the helper fails clearly, not by taking a
-// release for a claim. An answer is the op's answer struct, or an error {"code", "msg",
-// "details"} (exit status 1), which the plugin passes on as its own.
+// The envelope (the version and op, the error answer, the field readers, the helper's main) is
+// base/helper_envelope.h's, shared with the Kubernetes helper's protocol: a helper refuses a
+// request of another version or an op it does not know (code 1) rather than guess, so an upgrade
+// that replaced the plugin but not the helper fails clearly, not by taking a release for a
+// claim. An answer is the op's answer struct, or an error {"code", "msg", "details"} (exit
+// status 1), which the plugin passes on as its own.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/helper_envelope.h"
 #include "base/status.h"
 #include "engine/addr/ip_address.h"
 
@@ -29,6 +32,11 @@ namespace shmipam::cluster::protocol {
 
 // Bumped whenever a field's meaning changes or an op is added or removed.
 inline constexpr int kVersion = 2;
+// This protocol's envelope (base/helper_envelope.h).
+inline constexpr base::envelope::Protocol kProtocol{
+    "the cluster helper", kVersion,
+    "install the plugin and shmipam-cluster of one release side by side (shmipamctl install "
+    "puts both)"};
 // A request with lock_handed_over: the pool lock, held by the caller, is the helper's fd 3.
 inline constexpr int kHandedLockFd = 3;
 // ipam.etcd.budgetMs when the config leaves it out (cluster/etcd_config.cpp reads the same).
@@ -166,7 +174,6 @@ nlohmann::json to_json(const FixedAnswer& a);
 nlohmann::json to_json(const GiveUpAnswer& a);
 nlohmann::json to_json(const FixedOwnerAnswer& a);
 nlohmann::json to_json(const ReleaseAnswer& a);
-nlohmann::json error_json(const Error& e);
 
 // The helper's stdout as the op's answer, or the error it answered (its code), or code 999
 // naming what did not parse.

@@ -1,10 +1,9 @@
 #include "kube/pod_protocol.h"
 
-#include <limits>
-
 namespace shmipam::kube::protocol {
 
 using nlohmann::json;
+namespace envelope = base::envelope;
 
 namespace {
 
@@ -13,64 +12,34 @@ constexpr const char* kReadStatefulSets = "read-statefulsets";
 constexpr const char* kRequestToken = "request-token";
 
 Error field_error(const std::string& what, const std::string& field, const char* want) {
-    return make_error(Code::kInvalidConfig, "the Kubernetes helper's " + what + " needs \"" +
-                                                field + "\" (" + want + ")");
+    return envelope::field_error(kProtocol, what, field, want);
 }
 
-// Readers of one object's fields; each answers code 7 naming the field. Never throw.
-struct Reader {
-    const json& j;
-    std::string what;  // "read-pod request", "answer", ...
+// The envelope's readers of one object's fields, and the API settings every request carries;
+// each answers code 7 naming the field. Never throw.
+struct Reader : envelope::FieldReader {
+    Reader(const json& object, std::string what)
+        : FieldReader(kProtocol, object, std::move(what)), j(object) {}
 
-    Expected<std::string> text(const char* f, bool required = true) const {
-        auto it = j.find(f);
-        if (it == j.end() || it->is_null()) {
-            if (required) return field_error(what, f, "a string");
-            return std::string();
-        }
-        if (!it->is_string()) return field_error(what, f, "a string");
-        return it->get<std::string>();
-    }
-    Expected<int64_t> integer(const char* f, int64_t fallback) const {
-        auto it = j.find(f);
-        if (it == j.end() || it->is_null()) return fallback;
-        if (!it->is_number_integer()) return field_error(what, f, "an integer");
-        return it->get<int64_t>();
-    }
-    Expected<bool> flag(const char* f) const {
-        auto it = j.find(f);
-        if (it == j.end() || it->is_null()) return false;
-        if (!it->is_boolean()) return field_error(what, f, "true or false");
-        return it->get<bool>();
-    }
-    Expected<StringMap> strings(const char* f) const {
-        StringMap out;
-        auto it = j.find(f);
-        if (it == j.end() || it->is_null()) return out;
-        if (!it->is_object()) return field_error(what, f, "an object of strings");
-        for (const auto& [k, v] : it->items()) {
-            if (!v.is_string()) return field_error(what, f, "an object of strings");
-            out[k] = v.get<std::string>();
-        }
-        return out;
-    }
+    const json& j;
+
     Expected<Api> api() const {
         Api a;
         auto kubeconfig = text("kubeconfig");
         if (!kubeconfig) return kubeconfig.error();
-        if (kubeconfig->empty()) return field_error(what, "kubeconfig", "a path");
+        if (kubeconfig->empty()) return field_error("kubeconfig", "a path");
         a.kubeconfig = *kubeconfig;
         auto it = j.find("budgetMs");
         if (it != j.end() && !it->is_null()) {
             if (!it->is_number_unsigned() || it->get<uint64_t>() == 0) {
-                return field_error(what, "budgetMs", "a positive integer");
+                return field_error("budgetMs", "a positive integer");
             }
             a.budget_ms = it->get<uint64_t>();
         }
         it = j.find("connectTimeoutMs");
         if (it != j.end() && !it->is_null()) {
             if (!it->is_number_unsigned() || it->get<uint64_t>() == 0) {
-                return field_error(what, "connectTimeoutMs", "a positive integer");
+                return field_error("connectTimeoutMs", "a positive integer");
             }
             a.connect_timeout_ms = it->get<uint64_t>();
         }
@@ -85,7 +54,7 @@ void put_api(json& j, const Api& a) {
 }
 
 json request_json(const ReadPod& r) {
-    json j{{"version", kVersion}, {"op", kReadPod}};
+    json j = envelope::request_head(kProtocol, kReadPod);
     put_api(j, r.api);
     j["namespace"] = r.namespace_;
     j["name"] = r.name;
@@ -93,7 +62,7 @@ json request_json(const ReadPod& r) {
 }
 
 json request_json(const ReadStatefulSets& r) {
-    json j{{"version", kVersion}, {"op", kReadStatefulSets}};
+    json j = envelope::request_head(kProtocol, kReadStatefulSets);
     put_api(j, r.api);
     json sets = json::array();
     for (const auto& s : r.sets) sets.push_back({{"namespace", s.namespace_}, {"name", s.name}});
@@ -108,7 +77,7 @@ json request_json(const ReadStatefulSets& r) {
 }
 
 json request_json(const RequestToken& r) {
-    json j{{"version", kVersion}, {"op", kRequestToken}};
+    json j = envelope::request_head(kProtocol, kRequestToken);
     put_api(j, r.api);
     j["namespace"] = r.namespace_;
     j["serviceAccount"] = r.service_account;
@@ -129,17 +98,7 @@ Expected<ObjectRef> object_ref(const json& j, const std::string& what) {
     return ObjectRef{*ns, *name};
 }
 
-Expected<Request> decode_object(const json& j) {
-    auto v = j.find("version");
-    if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() != kVersion) {
-        return make_error(Code::kIncompatibleVersion,
-                          "the Kubernetes helper speaks protocol version " +
-                              std::to_string(kVersion) + "; the request is of version " +
-                              (v == j.end() ? std::string("none") : v->dump()) +
-                              ": install the plugin and its helpers from one release");
-    }
-    auto op = j.find("op");
-    const std::string name = op != j.end() && op->is_string() ? op->get<std::string>() : "";
+Expected<Request> decode_object(const json& j, const std::string& name) {
     const Reader rd{j, name + " request"};
     if (name == kReadPod) {
         auto api = rd.api();
@@ -149,7 +108,7 @@ Expected<Request> decode_object(const json& j) {
         auto pod = rd.text("name");
         if (!pod) return pod.error();
         if (ns->empty() || pod->empty()) {
-            return field_error(rd.what, "namespace and name", "each not empty");
+            return field_error(rd.what(), "namespace and name", "each not empty");
         }
         return Request{ReadPod{*api, *ns, *pod}};
     }
@@ -159,19 +118,20 @@ Expected<Request> decode_object(const json& j) {
         ReadStatefulSets r{*api, {}};
         auto sets = j.find("sets");
         if (sets == j.end() || !sets->is_array()) {
-            return field_error(rd.what, "sets", "a list of {namespace, name}");
+            return field_error(rd.what(), "sets", "a list of {namespace, name}");
         }
         for (const auto& s : *sets) {
-            auto ref = object_ref(s, rd.what);
+            auto ref = object_ref(s, rd.what());
             if (!ref) return ref.error();
             r.sets.push_back(*ref);
         }
         for (auto [key, into] : {std::pair{"pods", &r.pods}, std::pair{"vms", &r.vms}}) {
             auto list = j.find(key);
             if (list == j.end() || list->is_null()) continue;
-            if (!list->is_array()) return field_error(rd.what, key, "a list of {namespace, name}");
+            if (!list->is_array())
+                return field_error(rd.what(), key, "a list of {namespace, name}");
             for (const auto& p : *list) {
-                auto ref = object_ref(p, rd.what);
+                auto ref = object_ref(p, rd.what());
                 if (!ref) return ref.error();
                 into->push_back(*ref);
             }
@@ -188,37 +148,17 @@ Expected<Request> decode_object(const json& j) {
         auto seconds = rd.integer("expirationSeconds", 0);
         if (!seconds) return seconds.error();
         if (ns->empty() || sa->empty() || *seconds <= 0) {
-            return field_error(rd.what, "namespace, serviceAccount and expirationSeconds",
+            return field_error(rd.what(), "namespace, serviceAccount and expirationSeconds",
                                "each given, the seconds positive");
         }
         return Request{RequestToken{*api, *ns, *sa, *seconds}};
     }
-    return make_error(Code::kIncompatibleVersion,
-                      "the Kubernetes helper knows no op \"" + name +
-                          "\": install the plugin and its helpers from one release");
+    return envelope::unknown_op(kProtocol, name);
 }
 
 // The helper's answer as JSON: an error object is passed on with its code.
 Expected<json> answer_object(std::string_view text) {
-    json j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-        return make_error(Code::kInternal, "the Kubernetes helper answered what is not JSON: " +
-                                               std::string(text.substr(0, 200)));
-    }
-    if (auto code = j.find("code"); code != j.end()) {
-        Error e;
-        // A code that is no CNI code (not a positive int) is the helper's fault: 999.
-        e.code = code->is_number_integer() && code->get<int64_t>() > 0 &&
-                         code->get<int64_t>() <= std::numeric_limits<int>::max()
-                     ? Code(code->get<int>())
-                     : Code::kInternal;
-        if (auto m = j.find("msg"); m != j.end() && m->is_string()) e.msg = m->get<std::string>();
-        if (auto d = j.find("details"); d != j.end() && d->is_string()) {
-            e.details = d->get<std::string>();
-        }
-        return e;
-    }
-    return j;
+    return envelope::answer_object(kProtocol, text);
 }
 
 Error unparsed(const Error& e) {
@@ -232,11 +172,9 @@ std::string encode(const Request& r) {
 }
 
 Expected<Request> decode(std::string_view text) {
-    json j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-        return make_error(Code::kDecode, "the Kubernetes helper's request is not a JSON object");
-    }
-    return decode_object(j);
+    auto received = envelope::receive(kProtocol, text);
+    if (!received) return received.error();
+    return decode_object(received->body, received->op);
 }
 
 json to_json(const PodAnswer& a) {
@@ -286,12 +224,6 @@ json to_json(const TokenAnswer& a) {
     return {{"token", a.token}, {"expiresAt", a.expires_at}};
 }
 
-json error_json(const Error& e) {
-    json j{{"code", int(e.code)}, {"msg", e.msg}};
-    if (!e.details.empty()) j["details"] = e.details;
-    return j;
-}
-
 Expected<PodAnswer> pod_answer(std::string_view text) {
     auto j = answer_object(text);
     if (!j) return j.error();
@@ -312,11 +244,11 @@ Expected<PodAnswer> pod_answer(std::string_view text) {
     auto owners = j->find("owners");
     if (owners != j->end() && !owners->is_null()) {
         if (!owners->is_array()) {
-            return unparsed(field_error(rd.what, "owners", "a list of owner references"));
+            return unparsed(field_error(rd.what(), "owners", "a list of owner references"));
         }
         for (const auto& o : *owners) {
             if (!o.is_object()) {
-                return unparsed(field_error(rd.what, "owners", "a list of owner references"));
+                return unparsed(field_error(rd.what(), "owners", "a list of owner references"));
             }
             const Reader ord{o, "read-pod answer's owner"};
             OwnerReference ref;
@@ -349,7 +281,7 @@ Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text) {
             return unparsed(field_error("read-statefulsets answer", "sets", "a list"));
         const Reader rd{s, "read-statefulsets answer"};
         StatefulSetAnswer one;
-        auto ref = object_ref(s, rd.what);
+        auto ref = object_ref(s, rd.what());
         auto exists = rd.flag("exists");
         auto deleting = rd.flag("deleting");
         auto start = rd.integer("ordinalsStart", 0);
@@ -379,7 +311,7 @@ Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text) {
         return Ok{};
     };
     auto pods = each("pods", "read-statefulsets answer's pod", [&](const Reader& rd) -> Status {
-        auto ref = object_ref(rd.j, rd.what);
+        auto ref = object_ref(rd.j, rd.what());
         auto exists = rd.flag("exists");
         auto node = rd.text("nodeName", false);
         if (!ref) return ref.error();
@@ -390,7 +322,7 @@ Expected<StatefulSetsAnswer> statefulsets_answer(std::string_view text) {
     });
     if (!pods) return unparsed(pods.error());
     auto vms = each("vms", "read-statefulsets answer's vm", [&](const Reader& rd) -> Status {
-        auto ref = object_ref(rd.j, rd.what);
+        auto ref = object_ref(rd.j, rd.what());
         auto exists = rd.flag("exists");
         auto deleting = rd.flag("deleting");
         if (!ref) return ref.error();
@@ -412,7 +344,7 @@ Expected<TokenAnswer> token_answer(std::string_view text) {
     if (!token) return unparsed(token.error());
     if (!expires) return unparsed(expires.error());
     if (token->empty() || *expires <= 0) {
-        return unparsed(field_error(rd.what, "token and expiresAt", "a token and a time"));
+        return unparsed(field_error(rd.what(), "token and expiresAt", "a token and a time"));
     }
     return TokenAnswer{*token, *expires};
 }

@@ -13,8 +13,10 @@
 //    "namespace": "kube-system", "serviceAccount": "shmipam", "expirationSeconds": 86400}
 // (the last for shmipamctl kubeconfig: kube/token_request.h)
 //
-// A helper refuses a request of another version or an op it does not know (code 1). An answer
-// is the op's answer struct, or an error {"code", "msg", "details"} (exit status 1):
+// The envelope (the version and op, the error answer, the field readers, the helper's main) is
+// base/helper_envelope.h's, shared with the cluster helper's protocol: a helper refuses a request
+// of another version or an op it does not know (code 1). An answer is the op's answer struct, or
+// an error {"code", "msg", "details"} (exit status 1):
 //   7  the kubeconfig cannot be read or used (names the file and what is wrong; TLS that fails
 //      on its CA or client certificate included), or the API server refused the verb (401/403:
 //      names the kubeconfig, the verb and the resource);
@@ -33,12 +35,16 @@
 #include <variant>
 #include <vector>
 
+#include "base/helper_envelope.h"
 #include "base/status.h"
 
 namespace shmipam::kube::protocol {
 
 // Bumped whenever a field's meaning changes or an op is added or removed.
 inline constexpr int kVersion = 2;
+// This protocol's envelope (base/helper_envelope.h).
+inline constexpr base::envelope::Protocol kProtocol{
+    "the Kubernetes helper", kVersion, "install the plugin and its helpers from one release"};
 // ipam.kubernetes.budgetMs when the config leaves it out: the whole call, connection included.
 inline constexpr uint64_t kDefaultBudgetMs = 2000;
 // ipam.kubernetes.connectTimeoutMs when the config leaves it out: how long a connection (TCP and
@@ -148,7 +154,6 @@ struct TokenAnswer {
 nlohmann::json to_json(const PodAnswer& a);
 nlohmann::json to_json(const TokenAnswer& a);
 nlohmann::json to_json(const StatefulSetsAnswer& a);
-nlohmann::json error_json(const Error& e);
 
 // The helper's stdout as the op's answer, or the error it answered (its code), or code 999
 // naming what did not parse. Never throw.

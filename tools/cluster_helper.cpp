@@ -5,11 +5,8 @@
 // exit 0, or an error {"code", "msg", "details"} and exit 1, which the plugin passes on.
 #include <fcntl.h>
 
-#include <iostream>
-#include <iterator>
-#include <nlohmann/json.hpp>
-
 #include "base/build_version.h"
+#include "base/helper_envelope.h"
 #include "cluster/agent.h"
 #include "cluster/etcd_client.h"
 #include "cluster/etcd_config.h"
@@ -20,10 +17,7 @@ namespace protocol = cluster::protocol;
 
 namespace {
 
-int fail(const Error& e) {
-    std::cout << protocol::error_json(e).dump() << "\n";
-    return 1;
-}
+constexpr auto fail = base::envelope::answer_error;
 
 int serve(const protocol::Request& request) {
     const protocol::Scope& scope = protocol::scope_of(request);
@@ -37,8 +31,7 @@ int serve(const protocol::Request& request) {
     lock.wait_ms = cluster::kLockWaitBudgets * cfg->budget_ms;
     auto answer = cluster::agent::serve(request, etcd, lock);
     if (!answer) return fail(answer.error());
-    std::cout << cluster::agent::answer_json(*answer).dump() << "\n";
-    return 0;
+    return base::envelope::answer(cluster::agent::answer_json(*answer));
 }
 
 }  // namespace
@@ -46,15 +39,9 @@ int serve(const protocol::Request& request) {
 SHMIPAM_STAMP_BUILD_VERSION();  // read by shmipamctl install
 
 int main() {
-    try {
-        const std::string text{std::istreambuf_iterator<char>(std::cin),
-                               std::istreambuf_iterator<char>()};
+    return base::envelope::helper_main(protocol::kProtocol, [](std::string_view text) {
         auto request = protocol::decode(text);
         if (!request) return fail(request.error());
         return serve(*request);
-    } catch (const std::exception& e) {
-        // Every answer is a CNI error the plugin can pass on, never a crash with no answer.
-        return fail(
-            make_error(Code::kInternal, std::string("the cluster helper failed: ") + e.what()));
-    }
+    });
 }

@@ -8,11 +8,11 @@
 // error {"code", "msg", "details"} and exit 1, which the plugin passes on.
 #include <chrono>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "base/build_version.h"
+#include "base/helper_envelope.h"
 #include "kube/api_client.h"
 #include "kube/kubeconfig.h"
 #include "kube/objects.h"
@@ -25,15 +25,8 @@ namespace protocol = kube::protocol;
 
 namespace {
 
-int fail(const Error& e) {
-    std::cout << protocol::error_json(e).dump() << "\n";
-    return 1;
-}
-
-int answer(const json& a) {
-    std::cout << a.dump() << "\n";
-    return 0;
-}
+using base::envelope::answer;
+constexpr auto fail = base::envelope::answer_error;
 
 // The kubeconfig is read here, on every run: never a cached token.
 Expected<std::unique_ptr<kube::ApiClient>> client_for(const protocol::Api& api) {
@@ -136,19 +129,11 @@ int request_token(const protocol::RequestToken& r) {
 SHMIPAM_STAMP_BUILD_VERSION();  // read by shmipamctl install
 
 int main() {
-    try {
-        const std::string text{std::istreambuf_iterator<char>(std::cin),
-                               std::istreambuf_iterator<char>()};
+    return base::envelope::helper_main(protocol::kProtocol, [](std::string_view text) {
         auto req = protocol::decode(text);
         if (!req) return fail(req.error());
         if (const auto* p = std::get_if<protocol::ReadPod>(&*req)) return read_pod(*p);
         if (const auto* t = std::get_if<protocol::RequestToken>(&*req)) return request_token(*t);
         return read_statefulsets(std::get<protocol::ReadStatefulSets>(*req));
-    } catch (const std::exception& e) {
-        // Every answer is a CNI error the plugin can pass on, never a crash with no answer.
-        return fail(
-            make_error(Code::kInternal, std::string("the Kubernetes helper failed: ") + e.what()));
-    } catch (...) {
-        return fail(make_error(Code::kInternal, "the Kubernetes helper failed"));
-    }
+    });
 }

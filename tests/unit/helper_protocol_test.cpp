@@ -134,7 +134,8 @@ TEST(HelperProtocol, WrongTypedFieldsAreRefusedNotThrown) {
 }
 
 TEST(HelperProtocol, AnAnswerCarryingAnErrorIsThatErrorAndNonsenseIsInternal) {
-    auto e = block_answer(error_json(make_error(Code::kUnavailable, "etcd unavailable")).dump());
+    auto e = block_answer(
+        base::envelope::error_json(make_error(Code::kUnavailable, "etcd unavailable")).dump());
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().code, Code::kUnavailable);
     EXPECT_EQ(e.error().msg, "etcd unavailable");

@@ -237,13 +237,15 @@ TEST(KubeProtocol, WrongTypedFieldsAreRefusedNotThrown) {
 }
 
 TEST(KubeProtocol, AnAnswerCarryingAnErrorIsThatErrorAndNonsenseIsInternal) {
-    auto e = pod_answer(
-        error_json(make_error(Code::kTryAgainLater, "GET https://x: unreachable", "why")).dump());
+    auto e = pod_answer(base::envelope::error_json(
+                            make_error(Code::kTryAgainLater, "GET https://x: unreachable", "why"))
+                            .dump());
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().code, Code::kTryAgainLater);
     EXPECT_EQ(e.error().msg, "GET https://x: unreachable");
     EXPECT_EQ(e.error().details, "why");
-    auto s = statefulsets_answer(error_json(make_error(Code::kInvalidConfig, "403")).dump());
+    auto s = statefulsets_answer(
+        base::envelope::error_json(make_error(Code::kInvalidConfig, "403")).dump());
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::kInvalidConfig);
     EXPECT_EQ(pod_answer("{\"code\": \"7\"}").error().code, Code::kInternal);
