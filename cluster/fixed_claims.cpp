@@ -154,7 +154,6 @@ Expected<FixedClaim> FixedClaims::take(const std::string& pool, const std::strin
             continue;
         }
         // A new claim: an address no claim holds, both keys created at once.
-        between_read_and_list();
         auto taken_kvs = kv_.get_prefix(keys::addresses(prefix_, pool));
         if (!taken_kvs) return taken_kvs.error();
         std::set<std::string> taken;

@@ -58,7 +58,6 @@ inline std::string ifname_of_claim_key(const std::string& key) {
 class FixedClaims {
   public:
     FixedClaims(KvStore& kv, std::string prefix) : kv_(kv), prefix_(std::move(prefix)) {}
-    virtual ~FixedClaims() = default;
 
     // The claim `key` of `pool` for `node`: the one it has (taken over from another node if
     // needed: *moved_from names it), or a new one with the address `pick` chooses among those
@@ -108,11 +107,6 @@ class FixedClaims {
     Expected<Restored> restore(const std::string& pool, const std::string& key,
                                const engine::IpAddress& address, const std::string& node,
                                uint64_t keep_idle, uint64_t idle_since_unix_s);
-
-  protected:
-    // A seam for the two-actor test (tests/cluster/fixed_claims_test.cpp): a second writer's
-    // whole take runs between this one's read of its claim and its listing of taken addresses.
-    virtual void between_read_and_list() {}
 
   private:
     std::string claim_key(const std::string& pool, const std::string& key) const;

@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 
+#include "base/file_lock.h"
 #include "base/status.h"
 
 namespace shmipam::cluster {
@@ -82,28 +83,19 @@ bool touched_since(const std::string& path, const timespec& since);
 std::optional<Error> unavailable_since(const NodeFiles& files, const std::string& pool,
                                        const timespec& since);
 
-// An exclusive flock on a pool's lock file, held while this lives (or by whoever shares the open
-// file it was handed to).
-class PoolLock {
+// The pool lock (base/file_lock.h): one cluster helper of a node and pool at a time.
+class PoolLock : public base::FileLock {
   public:
-    // Waits at most wait_ms for it: code 11 (try again later) naming the file after that.
+    // Waits at most wait_ms for it: code 11 (try again later) naming the file after that. Makes
+    // the lock file's directory.
     static Expected<PoolLock> acquire(const std::string& path, uint64_t wait_ms);
     // Held now, or nullopt: another holder is at work.
     static std::optional<PoolLock> try_acquire(const std::string& path);
     // The lock a caller handed over on descriptor `fd` (already held).
-    static PoolLock adopt(int fd) { return PoolLock(fd); }
-
-    PoolLock(PoolLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-    PoolLock& operator=(PoolLock&& o) noexcept;
-    PoolLock(const PoolLock&) = delete;
-    PoolLock& operator=(const PoolLock&) = delete;
-    ~PoolLock();
-
-    int fd() const { return fd_; }
+    static PoolLock adopt(int fd) { return PoolLock(base::FileLock::adopt(fd)); }
 
   private:
-    explicit PoolLock(int fd) : fd_(fd) {}
-    int fd_ = -1;
+    explicit PoolLock(base::FileLock&& held) : base::FileLock(std::move(held)) {}
 };
 
 }  // namespace shmipam::cluster

@@ -1,13 +1,13 @@
 #include "cluster/revision_floor.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
+#include "base/file_lock.h"
 #include "engine/state/replace_file.h"
 
 namespace shmipam::cluster {
@@ -31,26 +31,17 @@ Error unreadable(const std::string& path, const std::string& why) {
             "\"The store went back in time\")");
 }
 
-// An exclusive flock on the lock file beside the revision file, released with the descriptor.
-class FloorLock {
-  public:
-    explicit FloorLock(const std::string& path)
-        : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-        if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-    }
-    ~FloorLock() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    FloorLock(const FloorLock&) = delete;
-    FloorLock& operator=(const FloorLock&) = delete;
-    bool held() const { return fd_ >= 0; }
+// The floor's lock (base/file_lock.h), taken to read and replace the floor: a holder reads one
+// small file and replaces it durably, so a hold of this long is a stalled disk.
+constexpr uint64_t kFloorLockWaitMs = 10'000;
 
-  private:
-    int fd_;
-};
+Expected<base::FileLock> lock_floor(const std::string& dir) {
+    return base::FileLock::acquire(
+        lock_path(dir), kFloorLockWaitMs,
+        {"another cluster helper or node pass of this node",
+         "raising the remembered store revision takes one small durable write: is the disk of " +
+             dir + " stalled?"});
+}
 
 Status make_dir(const std::string& dir) {
     std::error_code ec;
@@ -114,10 +105,8 @@ Status raise_revision_floor(const std::string& dir, int64_t seen) {
     if (auto st = make_dir(dir); !st) return st;
     // Read and write under the lock: two helpers of different pools that each read the old
     // value and wrote theirs could otherwise leave the lower of the two.
-    FloorLock lock(lock_path(dir));
-    if (!lock.held()) {
-        return make_error(Code::kIo, "cannot lock " + lock_path(dir) + ": " + std::strerror(errno));
-    }
+    auto lock = lock_floor(dir);
+    if (!lock) return lock.error();
     auto floor = remembered_revision(dir);
     if (!floor) return floor.error();
     if (seen <= *floor) return Ok{};  // nothing new: no write, no fsync
@@ -126,10 +115,8 @@ Status raise_revision_floor(const std::string& dir, int64_t seen) {
 
 Status reset_revision_floor(const std::string& dir, int64_t revision) {
     if (auto st = make_dir(dir); !st) return st;
-    FloorLock lock(lock_path(dir));
-    if (!lock.held()) {
-        return make_error(Code::kIo, "cannot lock " + lock_path(dir) + ": " + std::strerror(errno));
-    }
+    auto lock = lock_floor(dir);
+    if (!lock) return lock.error();
     return write_revision(dir, revision);
 }
 

@@ -76,8 +76,34 @@ std::vector<engine::Cidr> cached_blocks(const cluster::NodeFiles& files, const s
 
 }  // namespace
 
+namespace {
+
+// The agent as a separate program: the helper exec'd with the request on its stdin.
+class ExecHelper final : public AgentRunner {
+  public:
+    explicit ExecHelper(std::string path) : path_(std::move(path)) {}
+    Expected<std::string> run(const std::string& request, int lock_fd) override {
+        return run_helper(path_, request, lock_fd);
+    }
+    void start_detached(const std::string& request, int lock_fd) override {
+        spawn_detached(path_, request, lock_fd);
+    }
+
+  private:
+    std::string path_;
+};
+
+}  // namespace
+
 ClusterSource::ClusterSource(const Request& r)
-    : request_(r), mode_(*r.pools->cluster), files_(node_files(r)) {}
+    : request_(r),
+      mode_(*r.pools->cluster),
+      files_(node_files(r)),
+      own_agent_(std::make_unique<ExecHelper>(helper_path(mode_))),
+      agent_(own_agent_.get()) {}
+
+ClusterSource::ClusterSource(const Request& r, AgentRunner& agent)
+    : request_(r), mode_(*r.pools->cluster), files_(node_files(r)), agent_(&agent) {}
 
 protocol::Scope ClusterSource::scope(const std::string& pool) const {
     return {mode_.etcd, pool, request_.pools->node_name, files_.state_dir};
@@ -129,7 +155,7 @@ void ClusterSource::prepare(const PoolTarget& t) {
     if (::stat(marker.c_str(), &st) == 0) return;
     protocol::Refresh req{scope(t.pool), geometry(t)};
     req.lock_handed_over = true;
-    auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
+    auto out = agent_->run(protocol::encode(req), lock->fd());
     auto answer = out ? protocol::block_answer(*out) : Expected<protocol::BlockAnswer>(out.error());
     if (!answer) return not_checked(answer.error());
     // Before the lock goes: the ADDs waiting for it find the marker.
@@ -185,7 +211,7 @@ void ClusterSource::after_allocation(const PoolTarget& t, const std::vector<pool
     protocol::ClaimBlock req{scope(t.pool), geometry(t), mode_.max_blocks};
     req.ahead = true;
     req.lock_handed_over = true;
-    spawn_detached(helper_path(mode_), protocol::encode(req), lock->fd());
+    agent_->start_detached(protocol::encode(req), lock->fd());
     // The lock stays with the helper, which shares the open file; ours closes with `lock`.
 }
 
@@ -204,7 +230,7 @@ Expected<bool> ClusterSource::make_room(const PoolTarget& t,
         }
     }
     req.lock_handed_over = true;
-    auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
+    auto out = agent_->run(protocol::encode(req), lock->fd());
     if (!out) return out.error();
     auto answer = protocol::block_answer(*out);
     if (!answer) return answer.error();
@@ -237,7 +263,7 @@ Expected<FixedTake> ClusterSource::take_fixed(const PoolTarget& t, const engine:
     req.keep_idle = claim.keep_idle;
     req.pool_state = pool_state_dir(request_.network.run_dir, t.pool);
     req.ifname = request_.key.ifname;
-    auto out = run_helper(helper_path(mode_), protocol::encode(req), lock->fd());
+    auto out = agent_->run(protocol::encode(req), lock->fd());
     if (!out) return out.error();
     auto answer = protocol::fixed_answer(*out);
     if (!answer) return answer.error();
@@ -250,7 +276,7 @@ Status ClusterSource::still_held(const Request& r, const std::string& pool,
     auto fixed = fixed_claim_of(r);
     if (!fixed || !*fixed) return Ok{};
     const protocol::ReadFixed req{scope(pool), (*fixed)->key};
-    auto out = run_helper(helper_path(mode_), protocol::encode(req));
+    auto out = agent_->run(protocol::encode(req), -1);
     auto owner = out ? protocol::fixed_owner_answer(*out)
                      : Expected<protocol::FixedOwnerAnswer>(out.error());
     if (!owner &&
@@ -305,7 +331,7 @@ Status ClusterSource::after_release(const Request& r, const std::string& pool,
         // effort (the DEL has done what it must, and without the mark gc counts the claim idle
         // from when it first finds the node gone).
         const protocol::GiveUpFixed req{scope(pool), (*fixed)->key, store.dir(), r.key.ifname};
-        auto out = run_helper(helper_path(mode_), protocol::encode(req));
+        auto out = agent_->run(protocol::encode(req), -1);
         auto answer =
             out ? protocol::give_up_answer(*out) : Expected<protocol::GiveUpAnswer>(out.error());
         if (!answer && kept) {
@@ -327,7 +353,7 @@ Status ClusterSource::after_gc(const std::string& pool, size_t released,
     if (released == 0) return Ok{};
     if (fixed_across_nodes(pool)) {
         const protocol::GiveUpUnheld req{scope(pool), store.dir()};
-        auto out = run_helper(helper_path(mode_), protocol::encode(req));
+        auto out = agent_->run(protocol::encode(req), -1);
         if (!out) return out.error();
         auto answer = protocol::give_up_answer(*out);
         if (!answer) return answer.error();
@@ -369,7 +395,7 @@ void ClusterSource::mark_emptied_blocks(const std::string& pool,
                                    now + uint64_t(cluster::kReleaseRetryS));
         const protocol::ReleaseBlock req{scope(pool), due.block, store.dir(),
                                          mode_.block_min_age_s};
-        spawn_detached(helper_path(mode_), protocol::encode(req), -1);
+        agent_->start_detached(protocol::encode(req), -1);
         return;  // one at a time: the next DEL starts the next
     }
 }

@@ -4,6 +4,7 @@
 // needs the store: another block, a fixed claim across nodes, a block given back.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -33,9 +34,28 @@ struct OwnBlocks {
 Expected<OwnBlocks> in_own_blocks(const cluster::NodeFiles& files, const std::string& pool,
                                   const pools::IpSet& usable);
 
+// How ClusterSource reaches the cluster agent (cluster/agent.h): the helper program it execs
+// (shmipam-cluster: the plugin links no etcd client), or, in the unit tests, the agent served
+// in process over an in-memory store.
+class AgentRunner {
+  public:
+    virtual ~AgentRunner() = default;
+    // The agent's answer to `request` (cluster/helper_protocol.h, encoded), or why it could not
+    // be asked. `lock_fd` >= 0: the pool lock, held by the caller, handed over (the helper's
+    // fd 3); -1: the agent takes it.
+    virtual Expected<std::string> run(const std::string& request, int lock_fd) = 0;
+    // Started and never waited for: it outlives the invocation (a block claimed ahead of need,
+    // a block given back), holding the lock handed over (`lock_fd`, or -1) until it is done.
+    virtual void start_detached(const std::string& request, int lock_fd) = 0;
+};
+
 class ClusterSource final : public AddressSource {
   public:
+    // The agent reached through the helper the config names (ipam.clusterHelper), else
+    // shmipam-cluster beside the plugin.
     explicit ClusterSource(const Request& r);
+    // The agent reached through `agent`, which outlives this.
+    ClusterSource(const Request& r, AgentRunner& agent);
 
     bool fixed_across_nodes(const std::string& pool) const override;
     // Only the fixed-address pools: in a pool cut into blocks a sticky address would pin its
@@ -118,6 +138,8 @@ class ClusterSource final : public AddressSource {
     const Request& request_;
     const ClusterMode& mode_;
     cluster::NodeFiles files_;
+    std::unique_ptr<AgentRunner> own_agent_;  // the helper exec'd, unless one was handed in
+    AgentRunner* agent_;
 };
 
 }  // namespace shmipam::ipam

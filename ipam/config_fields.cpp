@@ -1,9 +1,32 @@
 #include "ipam/config_fields.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
 namespace shmipam::ipam::config_fields {
+
+// The longest network name: CNI's reference library refuses longer ones.
+constexpr size_t kMaxNetworkNameBytes = 127;
+
+bool matches_cni_pattern(const std::string& s) {
+    if (s.empty() || !std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+    for (unsigned char c : s) {
+        if (!std::isalnum(c) && c != '_' && c != '.' && c != '-') return false;
+    }
+    return true;
+}
+
+Status validate_network_name(const std::string& name) {
+    if (name.empty()) return make_error(Code::kInvalidConfig, "missing network name");
+    if (!matches_cni_pattern(name)) {
+        return make_error(Code::kInvalidConfig, "invalid characters found in network name", name);
+    }
+    if (name.size() > kMaxNetworkNameBytes) {
+        return make_error(Code::kInvalidConfig, "network name is too long", name);
+    }
+    return Ok{};
+}
 
 Error type_error(const std::string& field, const char* want) {
     return make_error(Code::kDecode,

@@ -16,7 +16,12 @@ namespace shmipam::ipam::config_fields {
 
 using nlohmann::json;
 
-// "<field> must be <want>" (code 7, invalid network config).
+// ^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$ : the reference skel's pattern for ids and network names.
+bool matches_cni_pattern(const std::string& s);
+// The network's name as the CNI spec allows it (code 7 naming what is wrong).
+Status validate_network_name(const std::string& name);
+
+// "<field> must be <want>" (code 6: the config cannot be decoded).
 Error type_error(const std::string& field, const char* want);
 // obj[key] as a string; "" when absent; an error when present and not a string.
 Expected<std::string> opt_string(const json& obj, const char* key, const std::string& where);

@@ -1,15 +1,10 @@
 #include "ipam/owner_recheck_record.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/file_lock.h"
 #include "engine/state/replace_file.h"
 
 namespace shmipam::ipam {
@@ -21,6 +16,9 @@ using nlohmann::json;
 // Held while a record is read, updated and renamed over: a file of its own, never renamed, so
 // that every writer locks the same inode.
 constexpr const char* kRecordLockName = ".owner-recheck.lock";
+// A holder reads and replaces one small file on tmpfs: a hold of this long is a stuck holder,
+// and the outcome goes unrecorded (the recheck itself is done).
+constexpr uint64_t kRecordLockWaitMs = 5'000;
 
 std::string record_path(const std::string& run_dir) {
     return run_dir + "/" + kRecheckRecordName;
@@ -60,12 +58,11 @@ std::optional<RecheckRecord> from_json(const json& j) {
 }  // namespace
 
 Status add_recheck_outcome(const std::string& run_dir, const RecheckOutcome& outcome, int64_t now) {
-    const std::string lock_path = run_dir + "/" + kRecordLockName;
-    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (lock < 0)
-        return make_error(Code::kIo, "cannot open " + lock_path + ": " + std::strerror(errno));
-    while (::flock(lock, LOCK_EX) != 0 && errno == EINTR) {
-    }
+    auto lock =
+        base::FileLock::acquire(run_dir + "/" + kRecordLockName, kRecordLockWaitMs,
+                                {"another invocation of this node recording its recheck",
+                                 "recording one is a small write on tmpfs: the holder is stuck"});
+    if (!lock) return lock.error();
     // A record that is not one (a crash cannot make one: it is renamed over whole) starts afresh.
     auto before = read_recheck_record(run_dir);
     RecheckRecord r = before && *before ? **before : RecheckRecord{};
@@ -81,10 +78,8 @@ Status add_recheck_outcome(const std::string& run_dir, const RecheckOutcome& out
         if (outcome.walk) r.claims_kept_on_error = 0;
     }
     // On tmpfs, with the walk's marker: a record lost at a reboot starts again empty.
-    const Status st = engine::replace_file(record_path(run_dir), to_json(r).dump() + "\n",
-                                           engine::Replace::kWhole);
-    ::close(lock);  // releases the lock
-    return st;
+    return engine::replace_file(record_path(run_dir), to_json(r).dump() + "\n",
+                                engine::Replace::kWhole);
 }
 
 Expected<std::optional<RecheckRecord>> read_recheck_record(const std::string& run_dir) {

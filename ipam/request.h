@@ -12,8 +12,7 @@
 
 #include "engine/ops/allocator.h"
 #include "engine/state/network_config.h"
-#include "ipam/kubernetes_config.h"
-#include "ipam/pool_config.h"
+#include "ipam/config.h"
 #include "pools/pod_facts.h"
 
 namespace shmipam::ipam {
@@ -30,17 +29,13 @@ struct Pod {
     std::optional<pools::Controller> controller;
 };
 
-struct Request {
+// The network's settings as its config names them (ipam/config.h: `network` holds, in ranges
+// mode, its range sets, directories and knobs; in pool mode its directories and knobs, each pool
+// state opened with a copy of it), and what the runtime asks of this invocation.
+struct Request : NetworkSettings {
     engine::AttachmentKey key;  // CNI_CONTAINERID, CNI_IFNAME
     Pod pod;
-    // Ranges mode: the network's range sets, directories and knobs. Pool mode: its directories
-    // and knobs (each pool state is opened with a copy of it).
-    engine::NetworkConfig network;
-    std::optional<PoolMode> pools;                    // ipam.poolsDir: pool mode
-    bool statefulset_fixed_ip = false;                // ipam.statefulSetFixedIP (docs/fixed-ips.md)
-    std::optional<KubernetesApi> kubernetes;          // ipam.kubernetes (docs/kubernetes.md)
-    nlohmann::json routes = nlohmann::json::array();  // ipam.routes, handed back as configured
-    std::vector<engine::IpAddress> requested;         // ADD: the addresses asked for
+    std::vector<engine::IpAddress> requested;  // ADD: the addresses asked for
     nlohmann::json prev_result;  // CHECK: the result it compares with (ipam/prev_result.h)
     // GC: the attachments still valid (cni.dev/valid-attachments).
     std::optional<std::vector<engine::AttachmentKey>> valid_attachments;

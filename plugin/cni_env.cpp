@@ -3,20 +3,11 @@
 #include <cctype>
 #include <vector>
 
+#include "ipam/config_fields.h"
+
 namespace shmipam::cni {
 
-namespace {
-
-// ^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$ : the reference skel's pattern for ids and network names.
-bool matches_cni_pattern(const std::string& s) {
-    if (s.empty() || !std::isalnum(static_cast<unsigned char>(s[0]))) return false;
-    for (unsigned char c : s) {
-        if (!std::isalnum(c) && c != '_' && c != '.' && c != '-') return false;
-    }
-    return true;
-}
-
-}  // namespace
+using ipam::config_fields::matches_cni_pattern;
 
 Status validate_container_id(const std::string& id) {
     if (id.empty()) return make_error(Code::kUnknownContainer, "missing containerID");
@@ -39,16 +30,6 @@ Status validate_ifname(const std::string& ifname) {
                               "interface name contains / or : or whitespace characters", ifname);
         }
     }
-    return Ok{};
-}
-
-Status validate_network_name(const std::string& name) {
-    if (name.empty()) return make_error(Code::kInvalidConfig, "missing network name");
-    if (!matches_cni_pattern(name)) {
-        return make_error(Code::kInvalidConfig, "invalid characters found in network name", name);
-    }
-    if (name.size() > 127)
-        return make_error(Code::kInvalidConfig, "network name is too long", name);
     return Ok{};
 }
 

@@ -29,6 +29,5 @@ Expected<CniEnv> read_env(const EnvLookup& env);
 
 Status validate_container_id(const std::string& id);
 Status validate_ifname(const std::string& ifname);
-Status validate_network_name(const std::string& name);
 
 }  // namespace shmipam::cni

@@ -16,27 +16,6 @@ namespace {
 
 constexpr const char* kDefaultErrorVersion = "1.1.0";
 
-// The one request the IPAM is asked, from the environment, CNI_ARGS and the config.
-Expected<ipam::Request> make_request(const CniEnv& env, const CniArgs& args, NetConf nc) {
-    ipam::Request r;
-    r.key = {env.container_id, env.ifname};
-    r.pod = {args.pod_namespace, args.pod_name, args.pod_uid, std::move(nc.pod_annotations),
-             std::move(nc.pod_labels)};
-    r.network = std::move(nc.network);
-    r.pools = std::move(nc.pool_mode);
-    r.statefulset_fixed_ip = nc.statefulset_fixed_ip;
-    r.kubernetes = std::move(nc.kubernetes);
-    r.routes = std::move(nc.routes);
-    for (const auto& s : nc.requested_ips) {
-        auto a = parse_requested_ip(s);
-        if (!a) return a.error();
-        r.requested.push_back(*a);
-    }
-    r.prev_result = std::move(nc.prev_result);
-    r.valid_attachments = std::move(nc.valid_attachments);
-    return r;
-}
-
 // The command's answer; what the process keeps goes with it.
 Invocation answer(const CniEnv& env, const std::string& v, const ipam::Request& r,
                   const json& dns) {
@@ -148,15 +127,13 @@ Invocation answer_config(const CniEnv& env, const json& doc, const LogConfig* lo
     auto args = parse_cni_args(env.args);
     if (!args) return fail(v, args.error());
     if (record && !args->pod_name.empty()) record->pod = args->pod_namespace + "/" + args->pod_name;
-    auto nc = parse_netconf(doc, *args);
-    if (!nc) return fail(v, nc.error());
-    const std::string resolv_conf = nc->resolv_conf;
-    auto request = make_request(env, *args, std::move(*nc));
-    if (!request) return fail(v, request.error());
+    auto parsed = parse_request(doc, env, *args);
+    if (!parsed) return fail(v, parsed.error());
+    ipam::Request& request = *parsed;
     if (log != nullptr && record != nullptr) {
         // A line of its own, as the command's: its cmd, the error's code and message.
-        request->log_aside = [cfg = *log, line = *record](const std::string& command,
-                                                          const Error& e) {
+        request.log_aside = [cfg = *log, line = *record](const std::string& command,
+                                                         const Error& e) {
             InvocationRecord failed = line;
             failed.command = command;
             failed.code = int(e.code);
@@ -166,12 +143,12 @@ Invocation answer_config(const CniEnv& env, const json& doc, const LogConfig* lo
         };
     }
     json dns = json::object();
-    if (env.command == Command::kAdd && !resolv_conf.empty()) {
-        auto d = read_resolv_conf(resolv_conf);
+    if (env.command == Command::kAdd && !request.resolv_conf.empty()) {
+        auto d = read_resolv_conf(request.resolv_conf);
         if (!d) return fail(v, d.error());
         dns = *d;
     }
-    return answer(env, v, *request, dns);
+    return answer(env, v, request, dns);
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <tuple>
 
+#include "ipam/config.h"
 #include "ipam/config_fields.h"
-#include "plugin/cni_env.h"
 
 namespace shmipam::cni {
 
@@ -50,83 +50,8 @@ Expected<engine::IpAddress> parse_requested_ip(const std::string& text) {
 
 namespace {
 
-// Where the network's state lives: dataDir (journal), runDir (arenas), and resolvConf.
-Status parse_state_dirs(const json& ipam, NetConf& nc) {
-    auto data_dir = opt_string(ipam, "dataDir", "ipam.");
-    if (!data_dir) return data_dir.error();
-    if (!data_dir->empty()) nc.network.data_dir = *data_dir;
-    auto run_dir = opt_string(ipam, "runDir", "ipam.");
-    if (!run_dir) return run_dir.error();
-    if (!run_dir->empty()) nc.network.run_dir = *run_dir;
-    if (nc.network.data_dir.size() >= 255 || nc.network.run_dir.size() >= 255) {
-        return make_error(Code::kInvalidConfig,
-                          "dataDir and runDir must be shorter than 255 bytes");
-    }
-    auto resolv = opt_string(ipam, "resolvConf", "ipam.");
-    if (!resolv) return resolv.error();
-    nc.resolv_conf = *resolv;
-    return Ok{};
-}
-
-// The range sets: runtimeConfig.ipRanges, then the legacy single range, then "ranges"
-// (host-local's order), validated together. `runtime` is runtimeConfig when present.
-Status parse_ranges(const json& doc, const json& ipam, const json*& runtime, NetConf& nc) {
-    std::vector<engine::RangeSet> sets;
-    runtime = nullptr;
-    if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && !rc->is_null()) {
-        if (!rc->is_object()) return type_error("runtimeConfig", "an object");
-        runtime = &*rc;
-        if (auto r = rc->find("ipRanges"); r != rc->end() && !r->is_null()) {
-            auto rs = parse_range_sets(*r, "runtimeConfig.ipRanges");
-            if (!rs) return rs.error();
-            sets = *rs;
-        }
-    }
-    auto legacy = parse_range_spec(ipam, "ipam");
-    if (!legacy) return legacy.error();
-    if (!legacy->subnet.empty()) {
-        auto set = engine::make_range_set({*legacy});
-        if (!set) return make_error(Code::kInvalidConfig, "invalid range set: " + set.error().msg);
-        sets.push_back(*set);
-    }
-    if (auto r = ipam.find("ranges"); r != ipam.end() && !r->is_null()) {
-        auto rs = parse_range_sets(*r, "ipam.ranges");
-        if (!rs) return rs.error();
-        sets.insert(sets.end(), rs->begin(), rs->end());
-    }
-    if (auto st = engine::check_range_sets(sets); !st) return st.error();
-    if (sets.size() > engine::kMaxRangeSets) {
-        return make_error(Code::kInvalidConfig, "at most " + std::to_string(engine::kMaxRangeSets) +
-                                                    " range sets are supported");
-    }
-    nc.network.range_sets = std::move(sets);
-    return Ok{};
-}
-
-// Routes are handed back as configured; each needs a CIDR "dst".
-Status parse_routes(const json& ipam, NetConf& nc) {
-    if (auto it = ipam.find("routes"); it != ipam.end() && !it->is_null()) {
-        if (!it->is_array()) return type_error("ipam.routes", "an array");
-        for (const auto& r : *it) {
-            if (!r.is_object() || !r.contains("dst") || !r["dst"].is_string()) {
-                return type_error("ipam.routes[]", "an object with a string \"dst\"");
-            }
-            if (!engine::Cidr::parse(r["dst"].get<std::string>())) {
-                return make_error(Code::kInvalidConfig,
-                                  "invalid route dst " + r["dst"].get<std::string>());
-            }
-            if (r.contains("gw") &&
-                !(r["gw"].is_string() && engine::IpAddress::parse(r["gw"].get<std::string>()))) {
-                return make_error(Code::kInvalidConfig, "invalid route gw in " + r.dump());
-            }
-            nc.routes.push_back(r);
-        }
-    }
-    return Ok{};
-}
-
-// Requested addresses: args.cni.ips > runtimeConfig.ips > CNI_ARGS IP=.
-Status parse_requested(const json& doc, const json* runtime, const CniArgs& args, NetConf& nc) {
+// Requested addresses: args.cni.ips, else runtimeConfig.ips, else CNI_ARGS IP=.
+Expected<std::vector<std::string>> requested_texts(const json& doc, const CniArgs& args) {
     std::vector<std::string> from_args, from_runtime;
     if (auto a = doc.find("args"); a != doc.end() && a->is_object()) {
         if (auto c = a->find("cni"); c != a->end() && c->is_object()) {
@@ -137,119 +62,43 @@ Status parse_requested(const json& doc, const json* runtime, const CniArgs& args
             }
         }
     }
-    if (runtime != nullptr) {
-        if (auto ips = runtime->find("ips"); ips != runtime->end() && !ips->is_null()) {
+    if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) {
+        if (auto ips = rc->find("ips"); ips != rc->end() && !ips->is_null()) {
             auto l = parse_ip_list(*ips, "runtimeConfig.ips");
             if (!l) return l.error();
             from_runtime = *l;
         }
     }
-    nc.requested_ips = !from_args.empty()      ? from_args
-                       : !from_runtime.empty() ? from_runtime
-                                               : args.ips;
-    return Ok{};
-}
-
-// GC's list of attachments that are still valid (cni.dev/valid-attachments).
-Status parse_valid_attachments(const json& doc, NetConf& nc) {
-    if (auto v = doc.find("cni.dev/valid-attachments"); v != doc.end() && !v->is_null()) {
-        if (!v->is_array()) return type_error("cni.dev/valid-attachments", "an array");
-        std::vector<engine::AttachmentKey> keys;
-        for (const auto& a : *v) {
-            if (!a.is_object() || !a.contains("containerID") || !a["containerID"].is_string() ||
-                !a.contains("ifname") || !a["ifname"].is_string()) {
-                return type_error("cni.dev/valid-attachments[]",
-                                  "an object with string containerID and ifname");
-            }
-            keys.push_back({a["containerID"].get<std::string>(), a["ifname"].get<std::string>()});
-        }
-        nc.valid_attachments = std::move(keys);
-    }
-    return Ok{};
-}
-
-// The pod's annotations (containerd's runtimeConfig capability) and labels (args.cni.labels).
-Status parse_pod_metadata(const json& doc, NetConf& nc) {
-    if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) {
-        if (auto a = rc->find("io.kubernetes.cri.pod-annotations");
-            a != rc->end() && !a->is_null()) {
-            if (!a->is_object()) {
-                return type_error("runtimeConfig.io.kubernetes.cri.pod-annotations",
-                                  "an object of strings");
-            }
-            for (const auto& [k, v] : a->items()) {
-                if (!v.is_string()) {
-                    return type_error("runtimeConfig.io.kubernetes.cri.pod-annotations." + k,
-                                      "a string");
-                }
-                nc.pod_annotations[k] = v.get<std::string>();
-            }
-        }
-    }
-    if (auto a = doc.find("args"); a != doc.end() && a->is_object()) {
-        if (auto c = a->find("cni"); c != a->end() && c->is_object()) {
-            if (auto l = c->find("labels"); l != c->end() && !l->is_null()) {
-                if (!l->is_array()) return type_error("args.cni.labels", "a list of {key, value}");
-                for (const auto& kv : *l) {
-                    if (!kv.is_object() || !kv.contains("key") || !kv["key"].is_string() ||
-                        !kv.contains("value") || !kv["value"].is_string()) {
-                        return type_error("args.cni.labels[]",
-                                          "an object with string key and value");
-                    }
-                    nc.pod_labels[kv["key"].get<std::string>()] = kv["value"].get<std::string>();
-                }
-            }
-        }
-    }
-    return Ok{};
+    return !from_args.empty() ? from_args : !from_runtime.empty() ? from_runtime : args.ips;
 }
 
 }  // namespace
 
-Expected<NetConf> parse_netconf(const json& doc, const CniArgs& args) {
-    NetConf nc;
-    auto version = read_cni_version(doc);
-    if (!version) return version.error();
-    nc.cni_version = *version;
-
-    auto name = opt_string(doc, "name", "");
-    if (!name) return name.error();
-    if (auto st = validate_network_name(*name); !st) return st.error();
-    nc.network.name = *name;
-
-    auto ipam_it = doc.find("ipam");
-    if (ipam_it == doc.end() || ipam_it->is_null()) {
-        return make_error(Code::kInvalidConfig, "IPAM config missing 'ipam' key");
-    }
-    const json& ipam = *ipam_it;
-    if (!ipam.is_object()) return type_error("ipam", "an object");
-
-    const json* runtime = nullptr;
-    if (auto st = parse_state_dirs(ipam, nc); !st) return st.error();
-    auto pool_mode = ipam::parse_pool_mode(doc, ipam);
-    if (!pool_mode) return pool_mode.error();
-    nc.pool_mode = std::move(*pool_mode);
-    if (nc.pool_mode) {
-        if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) runtime = &*rc;
-    } else if (auto st = parse_ranges(doc, ipam, runtime, nc); !st) {
-        return st.error();
-    }
+Expected<ipam::Request> parse_request(const json& doc, const CniEnv& env, const CniArgs& args) {
+    auto settings = ipam::read_network_settings(doc);
+    if (!settings) return settings.error();
     // Both modes: pools select by them, and fixed addresses are asked for by annotation.
-    if (auto st = parse_pod_metadata(doc, nc); !st) return st.error();
-    if (auto it = ipam.find("statefulSetFixedIP"); it != ipam.end() && !it->is_null()) {
-        if (!it->is_boolean()) return type_error("ipam.statefulSetFixedIP", "a boolean");
-        nc.statefulset_fixed_ip = it->get<bool>();
+    auto metadata = ipam::read_pod_metadata(doc);
+    if (!metadata) return metadata.error();
+    auto requested = requested_texts(doc, args);
+    if (!requested) return requested.error();
+    ipam::Request r;
+    static_cast<ipam::NetworkSettings&>(r) = std::move(*settings);
+    r.key = {env.container_id, env.ifname};
+    r.pod = {args.pod_namespace, args.pod_name, args.pod_uid, std::move(metadata->annotations),
+             std::move(metadata->labels)};
+    for (const auto& text : *requested) {
+        auto a = parse_requested_ip(text);
+        if (!a) return a.error();
+        r.requested.push_back(*a);
     }
-    auto kubernetes = ipam::parse_kubernetes(ipam);
-    if (!kubernetes) return kubernetes.error();
-    nc.kubernetes = std::move(*kubernetes);
-    if (auto st = parse_state_knobs(ipam, nc.network); !st) return st.error();
-    ipam::apply_block_size_defaults(ipam, nc.pool_mode, nc.network);
-    if (auto st = parse_routes(ipam, nc); !st) return st.error();
-    if (auto st = parse_requested(doc, runtime, args, nc); !st) return st.error();
-    if (auto p = doc.find("prevResult"); p != doc.end() && !p->is_null()) nc.prev_result = *p;
-    if (auto st = parse_valid_attachments(doc, nc); !st) return st.error();
-    return nc;
+    if (auto p = doc.find("prevResult"); p != doc.end() && !p->is_null()) r.prev_result = *p;
+    if (auto v = doc.find("cni.dev/valid-attachments"); v != doc.end() && !v->is_null()) {
+        auto keys = ipam::read_valid_attachments(*v, "cni.dev/valid-attachments");
+        if (!keys) return keys.error();
+        r.valid_attachments = std::move(*keys);
+    }
+    return r;
 }
 
 }  // namespace shmipam::cni

@@ -1,6 +1,7 @@
 // The network configuration on stdin: the whole parent config, of which shmipam reads the
-// top-level cniVersion / name / args / runtimeConfig / prevResult and its own "ipam" section.
-// Every host-local field is accepted with host-local's meaning; unknown fields are ignored.
+// top-level cniVersion / name / args / runtimeConfig / prevResult and its own "ipam" section
+// (ipam/config.h reads the network's settings, for the plugin and every tool alike). Every
+// host-local field is accepted with host-local's meaning; unknown fields are ignored.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,12 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/allocator.h"
-#include "engine/state/network_config.h"
-#include "ipam/kubernetes_config.h"
-#include "ipam/pool_config.h"
+#include "base/status.h"
+#include "engine/addr/ip_address.h"
+#include "ipam/request.h"
 #include "plugin/cni_args.h"
-#include "pools/pod_facts.h"
+#include "plugin/cni_env.h"
 
 namespace shmipam::cni {
 
@@ -22,26 +22,16 @@ inline const std::vector<std::string>& supported_versions() {
     return v;
 }
 
-struct NetConf {
-    std::string cni_version;
-    engine::NetworkConfig network;
-    nlohmann::json routes = nlohmann::json::array();
-    std::string resolv_conf;
-    std::vector<std::string> requested_ips;  // highest-precedence source, as written
-    nlohmann::json prev_result;              // CHECK
-    std::optional<std::vector<engine::AttachmentKey>> valid_attachments;  // GC
-    std::optional<ipam::PoolMode> pool_mode;  // ipam.poolsDir (ipam/pool_config.h)
-    pools::Labels pod_annotations;            // runtimeConfig "io.kubernetes.cri.pod-annotations"
-    pools::Labels pod_labels;                 // args.cni.labels ([{key, value}], CNI conventions)
-    bool statefulset_fixed_ip = false;        // ipam.statefulSetFixedIP (docs/fixed-ips.md)
-    std::optional<ipam::KubernetesApi> kubernetes;  // ipam.kubernetes (ipam/kubernetes_config.h)
-};
-
 // Just the version, for error output and the version gate (code 1 when unsupported).
 Expected<std::string> read_cni_version(const nlohmann::json& doc);
 
-// Decodes and validates. Code 6 for wrong JSON types, 7 for invalid values.
-Expected<NetConf> parse_netconf(const nlohmann::json& doc, const CniArgs& args);
+// One invocation's request as the runtime passes it: the network's settings and the pod's
+// metadata (ipam/config.h), the pod's names (CNI_ARGS), the requested addresses (args.cni.ips,
+// else runtimeConfig.ips, else CNI_ARGS IP=), prevResult (CHECK) and the attachments still
+// valid (GC). Code 6 for wrong JSON types, 7 for invalid values. The CNI version is
+// read_cni_version's.
+Expected<ipam::Request> parse_request(const nlohmann::json& doc, const CniEnv& env,
+                                      const CniArgs& args);
 
 // Parses a requested address ("10.1.2.3" or "10.1.2.3/24").
 Expected<engine::IpAddress> parse_requested_ip(const std::string& text);

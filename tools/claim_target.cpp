@@ -1,22 +1,15 @@
 #include "tools/claim_target.h"
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-
-#include "ipam/config_fields.h"
+#include "ipam/config.h"
 #include "ipam/fixed_claim.h"
-#include "ipam/pool_config.h"
 #include "ipam/pool_state.h"
 #include "kube/names.h"
 #include "pools/pool_dir.h"
 #include "pools/selection.h"
 #include "pools/sticky.h"
+#include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
-
-using nlohmann::json;
-namespace cf = ipam::config_fields;
 
 namespace {
 
@@ -25,63 +18,27 @@ constexpr const char* kPolicyNever = "never";
 constexpr const char* kPolicyWhileSetWants = "statefulset";
 constexpr const char* kPolicyWhileVmExists = "vm";
 
-Status read_ranges(const json& ipam, engine::NetworkConfig& network) {
-    std::vector<engine::RangeSet> sets;
-    auto legacy = cf::parse_range_spec(ipam, "ipam");
-    if (!legacy) return legacy.error();
-    if (!legacy->subnet.empty()) {
-        auto set = engine::make_range_set(std::vector<engine::RangeSpec>{*legacy});
-        if (!set) return make_error(Code::kInvalidConfig, "invalid range set: " + set.error().msg);
-        sets.push_back(*set);
-    }
-    if (auto r = ipam.find("ranges"); r != ipam.end() && !r->is_null()) {
-        auto rs = cf::parse_range_sets(*r, "ipam.ranges");
-        if (!rs) return rs.error();
-        sets.insert(sets.end(), rs->begin(), rs->end());
-    }
-    if (auto st = engine::check_range_sets(sets); !st) return st.error();
-    network.range_sets = std::move(sets);
-    return Ok{};
-}
-
 }  // namespace
 
 Expected<ClaimNetwork> read_claim_network(const std::string& path,
                                           const std::string& default_run_dir) {
-    std::ifstream in(path);
-    if (!in) return make_error(Code::kIo, "cannot read " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const json doc = json::parse(ss.str(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("ipam") ||
-        !doc["ipam"].is_object() || !doc.contains("name") || !doc["name"].is_string()) {
-        return make_error(Code::kDecode,
-                          path + " is not a network config with a name and an ipam section");
-    }
-    const json& ipam = doc["ipam"];
+    auto text = read_input(path);
+    if (!text) return text.error();
+    // The plugin's own reader, knobs and all: a claim that creates the state (a rebuilt node)
+    // makes it as the plugin's first ADD would.
+    auto settings = ipam::read_network_text(*text, path, {default_run_dir, ""});
+    if (!settings) return settings.error();
     ClaimNetwork out;
     out.path = path;
-    out.network.name = doc["name"].get<std::string>();
-    out.network.run_dir = default_run_dir;
-    for (auto [key, field] :
-         {std::pair{"runDir", &out.network.run_dir}, std::pair{"dataDir", &out.network.data_dir},
-          std::pair{"poolsDir", &out.pools_dir}}) {
-        auto v = cf::opt_string(ipam, key, "ipam.");
-        if (!v) return v.error();
-        if (!v->empty()) *field = *v;
-    }
-    out.cluster = ipam.contains("etcd") && !ipam["etcd"].is_null();
-    // The state's knobs as the plugin reads them: a claim that creates the state (a rebuilt node)
-    // makes it as the plugin's first ADD would.
-    if (auto st = cf::parse_state_knobs(ipam, out.network); !st) return st.error();
-    if (out.cluster) ipam::apply_cluster_block_sizes(ipam, out.network);
-    if (out.pools_dir.empty()) {
-        if (auto st = read_ranges(ipam, out.network); !st) return st.error();
-        if (out.network.range_sets.empty() && !out.cluster) {
+    out.network = std::move(settings->network);
+    if (!settings->pools) {
+        if (out.network.range_sets.empty()) {
             return make_error(Code::kInvalidConfig, path + " has neither ranges nor poolsDir");
         }
         return out;
     }
+    out.pools_dir = settings->pools->pools_dir;
+    out.cluster = settings->pools->cluster.has_value();
     auto catalog = pools::load_pools_dir(out.pools_dir);
     if (!catalog) return catalog.error();
     out.catalog = std::make_shared<pools::Catalog>(std::move(*catalog));

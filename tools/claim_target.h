@@ -25,8 +25,9 @@ struct ClaimNetwork {
     std::shared_ptr<pools::Catalog> catalog;  // pool mode: the pools directory as it is now
 };
 
-// Reads `path` (a .conf or one plugin's object). runDir defaults to `default_run_dir` (the
-// tool's --run-dir), dataDir to host-local's. A field of the wrong type is refused, named.
+// Reads `path` (a .conf, a .conflist, or one plugin's object) with the plugin's reader
+// (ipam/config.h): runDir defaults to `default_run_dir` (the tool's --run-dir); a field of the
+// wrong type or value is refused, named, as the plugin refuses it.
 Expected<ClaimNetwork> read_claim_network(const std::string& path,
                                           const std::string& default_run_dir);
 

@@ -6,7 +6,7 @@
 #include "cluster/key_schema.h"
 #include "cluster/node_name.h"
 #include "cluster/store_values.h"
-#include "ipam/pool_config.h"
+#include "ipam/config.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -17,49 +17,25 @@ Expected<ClusterSetup> read_setup(const std::string& config, const std::string& 
                                   const std::string& run_dir) {
     auto config_text = read_input(config);
     if (!config_text) return config_text.error();
-    const json doc = json::parse(*config_text, nullptr, false);
-    const json* ipam = nullptr;
-    if (doc.is_object() && doc.contains("ipam") && doc["ipam"].is_object()) ipam = &doc["ipam"];
-    if (doc.is_object() && doc.contains("plugins") && doc["plugins"].is_array()) {
-        for (const auto& p : doc["plugins"]) {
-            if (p.is_object() && p.contains("ipam") && p["ipam"].is_object() &&
-                p["ipam"].contains("etcd")) {
-                ipam = &p["ipam"];
-            }
-        }
-    }
-    if (ipam == nullptr || !ipam->contains("etcd")) {
+    // The plugin's own reader: the same fields, defaults and refusals as its ADDs (the node's
+    // name never the host name, and one no Node object can have refused: ipam/pool_config.h).
+    auto settings = ipam::read_network_text(*config_text, config, {run_dir, node});
+    if (!settings) return settings.error();
+    if (!settings->pools || !settings->pools->cluster) {
         return make_error(Code::kInvalidConfig,
                           config +
                               " is not a network config whose ipam section has \"etcd\" "
                               "(docs/cluster.md)");
     }
+    const ipam::PoolMode& pools = *settings->pools;
     ClusterSetup s;
-    s.etcd = (*ipam)["etcd"];
-    const auto text = [&](const char* k, const std::string& dflt) {
-        return ipam->contains(k) && (*ipam)[k].is_string() ? (*ipam)[k].get<std::string>() : dflt;
-    };
-    // The node's name as the plugin knows it: never the host name (ipam/pool_config.h).
-    s.node = !node.empty() ? node : text("nodeName", "");
-    if (s.node.empty()) {
-        auto named = ipam::read_node_name_file(text("nodeNameFile", ipam::kDefaultNodeNameFile));
-        if (!named) return named.error();
-        s.node = *named;
-    }
-    if (auto why = cluster::node_name_problem(s.node); !why.empty()) {
-        return make_error(Code::kInvalidConfig, "the node's name: " + why);
-    }
-    s.data_dir = text("dataDir", "/var/lib/cni/networks");
-    s.pools_dir = text("poolsDir", "");
-    s.run_dir = text("runDir", run_dir);
-    if (auto a = ipam->find("blockMinAgeS"); a != ipam->end() && a->is_number_unsigned()) {
-        s.block_min_age_s = a->get<uint64_t>();
-    }
-    if (auto f = ipam->find("fixedAddressPools"); f != ipam->end() && f->is_array()) {
-        for (const auto& n : *f) {
-            if (n.is_string()) s.fixed_pools.insert(n.get<std::string>());
-        }
-    }
+    s.etcd = pools.cluster->etcd;
+    s.node = pools.node_name;
+    s.data_dir = settings->network.data_dir;
+    s.run_dir = settings->network.run_dir;
+    s.pools_dir = pools.pools_dir;
+    s.block_min_age_s = pools.cluster->block_min_age_s;
+    s.fixed_pools = pools.cluster->fixed_pools;
     return s;
 }
 

@@ -43,7 +43,7 @@ TEST(BlockOrder, StartsAtAHashOfTheNodeAndCoversEveryBlockOnce) {
     EXPECT_EQ(BlockStore::claim_order(cidr("fd00::/120"), 124, "n").size(), 16u);
 }
 
-// Found by review: an IPv6 /64 cut into /122 blocks (2^58 of them) had no claim order at all,
+// Guards against: an IPv6 /64 cut into /122 blocks (2^58 of them) had no claim order at all,
 // so every IPv6 ADD in cluster mode failed. A node now tries 4096 blocks from its start.
 TEST(BlockOrder, AnIpv6Slash64HasBlocksToTry) {
     const auto order = BlockStore::claim_order(cidr("fd00:1::/64"), 122, "node-a");
@@ -162,7 +162,7 @@ TEST_F(Blocks, ANodeAtItsCapIsToldSo) {
     EXPECT_TRUE(at_cap);
 }
 
-// Found by review: blockSize is each node's config, and a node cutting the pool into /28 blocks
+// Guards against: blockSize is each node's config, and a node cutting the pool into /28 blocks
 // could create one inside another node's /26: both handed out the same addresses. The first
 // claim now records the pool's geometry; a node asking for another is refused.
 TEST_F(Blocks, ANodeThatCutsThePoolOtherwiseIsRefused) {

@@ -102,7 +102,7 @@ TEST_F(ClusterMode, ANodeWithoutNodeNameClaimsUnderTheNameTheInstallerWrote) {
     EXPECT_EQ(blocks[0].node, "worker-from-spec");
 }
 
-// Found by review: cluster mode took any ipam.nodeName, so "Node-0" claimed blocks under a name
+// Guards against: cluster mode took any ipam.nodeName, so "Node-0" claimed blocks under a name
 // no Node object can have (Kubernetes names are RFC 1123 subdomains: lower case), which a gc
 // with the cluster's Node list then releases from a live node. Such a name is now refused with
 // code 7 saying what a node name may hold, wherever it comes from; nothing is claimed.
@@ -479,7 +479,7 @@ TEST_F(ClusterMode, ANodeClaimsItsNextBlockAheadOfNeedSoPodStartsNeverWaitOnEtcd
     EXPECT_EQ(v.exit_code, 0) << v.out;
 }
 
-// Found by review: the helper was told only the pool's subnet, so with `ips` narrower than the
+// Guards against: the helper was told only the pool's subnet, so with `ips` narrower than the
 // subnet it claimed blocks with nothing allocatable in them, and ADDs failed. It is now told the
 // allocatable addresses and claims only blocks holding some.
 TEST_F(ClusterMode, OnlyBlocksWithAllocatableAddressesAreClaimed) {
@@ -583,7 +583,7 @@ TEST_F(ClusterMode, ClusterGcReleasesOnlyTheBlocksOfNodesThatNoLongerExist) {
     EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
     ASSERT_EQ(store_blocks().size(), 1u);
     EXPECT_EQ(store_blocks()[0].node, "node-0");
-    // Found by review: anything that was not JSON was read as one name per line, so a cut
+    // Guards against: anything that was not JSON was read as one name per line, so a cut
     // `kubectl` output or `kubectl get nodes -o name` ("node/node-0") released every block.
     for (const char* wrong : {"[\"node-0\", \"no", "node/node-0\n", "{\"kind\": \"Node\"}"}) {
         write_file(live, wrong);
@@ -792,7 +792,7 @@ TEST_F(ClusterMode, ABlockEmptiedWhileAClaimHoldsThePoolLockIsGivenBackOnceTheLo
     EXPECT_EQ(v.exit_code, 0) << v.out;
 }
 
-// Found by review: a release whose delete failed put the block back in the cache, though the
+// Guards against: a release whose delete failed put the block back in the cache, though the
 // delete may have been committed with its answer lost (then another node may claim the block
 // while this one allocates from it). The block now stays out of the cache; if the store still
 // gives it to the node, the next helper run adopts it. The failing delete here: the node's

@@ -475,7 +475,7 @@ TEST_F(FixedAcrossNodes, AGcGivesUpInEtcdTheFixedClaimsItFreesByTheirPolicy) {
     EXPECT_EQ(left, (std::set<std::string>{"sts:shop/db-1/eth0"}));
 }
 
-// Found by review: the old sandbox's repeated ADD and CHECK asked only whether the store's claim
+// Guards against: the old sandbox's repeated ADD and CHECK asked only whether the store's claim
 // named this node, and the pass reported only claims another node held. A claim re-made on this
 // node with another address (here written so in the store) left the sandbox answering its old
 // address, and a claim gone from the store went unreported. Both now fail the old sandbox (123)

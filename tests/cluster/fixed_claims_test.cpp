@@ -1,5 +1,7 @@
-// Fixed-address claims against a real 3-member etcd (cluster/fixed_claims.h): deterministic
-// two-writer interleavings at the one step where two nodes starting the same pod can cross.
+// Fixed-address claims against a real 3-member etcd (cluster/fixed_claims.h): a claim whose
+// address record was left alone by hand, and a removal racing another claim's take. The
+// two-writer interleavings at the step where two nodes starting the same pod can cross are
+// tests/unit/fixed_claims_race_test.cpp's, over the in-memory store.
 #include "cluster/fixed_claims.h"
 
 #include <gtest/gtest.h>
@@ -10,22 +12,6 @@
 namespace shmipam::cluster {
 namespace {
 
-// A take that lets a second writer's whole take run between its read of the claim and its
-// listing of the taken addresses.
-class InterleavedClaims : public FixedClaims {
-  public:
-    InterleavedClaims(EtcdClient& etcd, std::function<void()> second)
-        : FixedClaims(etcd, "/shmipam"), second_(std::move(second)) {}
-
-  protected:
-    void between_read_and_list() override {
-        if (second_) std::exchange(second_, nullptr)();
-    }
-
-  private:
-    std::function<void()> second_;
-};
-
 class FixedClaimRace : public testing::ThreeEtcdMembers {};
 
 // The first free address of a pool that holds only `only`.
@@ -35,43 +21,7 @@ FixedClaims::Pick only(const char* text) {
     };
 }
 
-// Found by CI (FixedAcrossNodes.PodsStartingAtOnceOnManyNodes...): a StatefulSet pod started on
-// two nodes at once. Node b read no claim; node a then created it, with the pool's last free
-// address; node b listed the taken addresses, found none left and failed the pod with 100
-// instead of reading the claim again and taking it over.
-TEST_F(FixedClaimRace, AClaimCreatedBetweenTheReadAndTheListingIsTakenOverNotReportedAsPoolFull) {
-    EtcdClient a_client(client_config()), b_client(client_config());
-    FixedClaims a(a_client, "/shmipam");
-    Expected<FixedClaim> a_took = make_error(Code::kInternal, "node a's take did not run");
-    InterleavedClaims b(b_client, [&] {
-        a_took = a.take("sts", "sts:shop/db-0/eth0", "node-a", 0, only("10.78.0.2"));
-    });
-    std::string moved_from;
-    auto b_took = b.take("sts", "sts:shop/db-0/eth0", "node-b", 0, only("10.78.0.2"), &moved_from);
-    ASSERT_TRUE(a_took) << a_took.error().msg;
-    ASSERT_TRUE(b_took) << b_took.error().msg;
-    EXPECT_EQ(b_took->address.to_string(), "10.78.0.2");
-    EXPECT_EQ(moved_from, "node-a");
-    auto all = a.all("sts");
-    ASSERT_TRUE(all) << all.error().msg;
-    ASSERT_EQ(all->size(), 1u) << "one pod, one claim";
-    EXPECT_EQ((*all)[0].node, "node-b") << "the later start holds it";
-}
-
-// The same step, when what was created meanwhile is another pod's claim on the last address:
-// the pool is full, and the pod is told so (100), not made to wait or retry.
-TEST_F(FixedClaimRace, AnotherPodsClaimOnTheLastAddressCreatedMeanwhileLeavesThePoolFull) {
-    EtcdClient a_client(client_config()), b_client(client_config());
-    FixedClaims a(a_client, "/shmipam");
-    InterleavedClaims b(b_client, [&] {
-        ASSERT_TRUE(a.take("sts", "sts:shop/db-1/eth0", "node-a", 0, only("10.78.0.2")));
-    });
-    auto b_took = b.take("sts", "sts:shop/db-0/eth0", "node-b", 0, only("10.78.0.2"));
-    ASSERT_FALSE(b_took);
-    EXPECT_EQ(b_took.error().code, Code::kNoAddressFree) << b_took.error().msg;
-}
-
-// Found by review: an address record naming a claim whose own key was deleted alone (an
+// Guards against: an address record naming a claim whose own key was deleted alone (an
 // operator's etcdctl del of the claim only) made every take of that claim see "created
 // meanwhile" and fail with 11 after 16 passes. The claim is now created on that address.
 TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetriedForever) {
@@ -93,7 +43,7 @@ TEST_F(FixedClaimRace, AnAddressRecordWhoseClaimWasDeletedAloneIsAdoptedNotRetri
     ASSERT_TRUE(other) << other.error().msg;
 }
 
-// Found by review: removing a claim (cluster gc, a take replacing an unusable claim) deleted the
+// Guards against: removing a claim (cluster gc, a take replacing an unusable claim) deleted the
 // address record of its address unconditionally. When that record had been taken meanwhile by
 // another claim (here the record was deleted alone by hand, and another pod's take then made
 // it its own), the other pod's address was left without a record, free for a third pod to take.

@@ -73,7 +73,7 @@ class NodePass : public SimulatedNodes {
     }
 };
 
-// Found by review: one waiting node made every idle node give a block back in the same round
+// Guards against: one waiting node made every idle node give a block back in the same round
 // (each pass gave one back whenever some node waited). A pass now gives back only when the pool
 // has no unclaimed block the waiters could take, and only the first idle holders by name, as
 // many as the waiters still unserved: N waiting nodes cause at most N give-backs.
@@ -111,7 +111,7 @@ TEST_F(NodePass, OneWaitingNodeMakesOneIdleNodeGiveABlockBackNotEveryIdleNode) {
     EXPECT_EQ(add(6, "w3").exit_code, 0);
 }
 
-// Found by review: an error in one pool (here a cache file that cannot be read) ended the whole
+// Guards against: an error in one pool (here a cache file that cannot be read) ended the whole
 // pass, so the node's other pools were never brought in line with the store. Each pool's error
 // is now reported, the other pools are passed, and the pass exits non-zero at the end.
 TEST_F(NodePass, OnePoolsErrorDoesNotStopThePassOverTheNodesOtherPools) {
@@ -130,7 +130,7 @@ TEST_F(NodePass, OnePoolsErrorDoesNotStopThePassOverTheNodesOtherPools) {
         << "the block taken from the node stayed in its cache: " << r.out << r.err;
 }
 
-// Found by review: the pass trusted the conflist's dataDir as mounted in its container. With
+// Guards against: the pass trusted the conflist's dataDir as mounted in its container. With
 // the mount missing (an empty directory there) it wrote a new cluster-id and adopted the node's
 // blocks into that directory. A dataDir without the node's cluster-id, or with another one, is
 // now refused for the network while the store gives the node anything; a node that has claimed
@@ -160,7 +160,7 @@ TEST_F(NodePass, APassWhoseDataDirLacksTheNodesClusterIdRefusesInsteadOfAdopting
     EXPECT_EQ(fresh.exit_code, 0) << fresh.out << fresh.err;
 }
 
-// Found by review: a block the store gives a node that has no state of its pool at all (no
+// Guards against: a block the store gives a node that has no state of its pool at all (no
 // arena, no journal: never used on the node) was recorded idle but never given back (the
 // release wanted an arena to hold), so a waiting node waited for it forever. With no state on
 // the node nothing there can use it: it is given back like any idle block.
@@ -191,7 +191,7 @@ TEST_F(NodePass, ABlockWithNoStateOnItsNodeIsGivenBackToAWaitingNode) {
     EXPECT_EQ(add(1, "w1").exit_code, 0);
 }
 
-// Found by review: the pass judged a block idle from its first idle record alone, so a block
+// Guards against: the pass judged a block idle from its first idle record alone, so a block
 // that served a pod between two passes (an ADD and its DEL) was given back as if idle all along.
 // The block's last release in the arena now restarts its idle time.
 TEST_F(NodePass, ABlockUsedBetweenTwoPassesIsNotJudgedIdleSinceTheFirst) {
@@ -221,7 +221,7 @@ TEST_F(NodePass, ABlockUsedBetweenTwoPassesIsNotJudgedIdleSinceTheFirst) {
     EXPECT_EQ(add(1, "w1", kMinAge).exit_code, 0);
 }
 
-// Found by review: the pass looked for a pool's arena only as a SpiderIPPool's state, so the
+// Guards against: the pass looked for a pool's arena only as a SpiderIPPool's state, so the
 // blocks of a subnet annotation's state (subnet_<name>) looked unused: recorded idle while they
 // held pods (a waiting node was told to wait for them). The pass now reads either state.
 TEST_F(NodePass, ASubnetsBlockHoldingPodsIsNeverRecordedIdleAndIsGivenBackOnceEmpty) {

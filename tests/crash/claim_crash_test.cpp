@@ -187,7 +187,7 @@ TEST(ClaimCrashCoverage, EveryClaimPointIsExercised) {
     for (auto p : faults::kClaimPoints) EXPECT_TRUE(covered.count(std::string(p))) << p;
 }
 
-// Found by review: a claim left idle by an ADD or DEL that died (before binding it, or between
+// Guards against: a claim left idle by an ADD or DEL that died (before binding it, or between
 // unbinding it and setting its due time) was never freed when its pod did not come back: no due
 // time was set, so no invocation ever walked to it. Its due time is now set before the CAS.
 class ClaimCrashNoReturn : public ClaimCrash {};

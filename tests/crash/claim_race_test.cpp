@@ -141,7 +141,7 @@ TEST_F(ClaimRace, TwoFirstSandboxesAtOnceTheNewerHoldsTheClaim) {
     expect_one_claim_held_by("c2");
 }
 
-// Found by review: an operator's release (not forced) saw the claim idle; the pod's new sandbox
+// Guards against: an operator's release (not forced) saw the claim idle; the pod's new sandbox
 // bound it; the release then marked and freed it anyway, under the running pod. The release now
 // marks only from the word it saw.
 TEST_F(ClaimRace, AnOperatorsReleaseNeverFreesAClaimBoundSinceItLooked) {
@@ -159,7 +159,7 @@ TEST_F(ClaimRace, AnOperatorsReleaseNeverFreesAClaimBoundSinceItLooked) {
     expect_one_claim_held_by("c2");
 }
 
-// Found by review: the runtime's DEL of a sandbox (after its ADD timed out) came between the
+// Guards against: the runtime's DEL of a sandbox (after its ADD timed out) came between the
 // sandbox's commit and its bind: the DEL had nothing to unbind and ended the sandbox, and the bind
 // then bound the claim to the ended sandbox, where no policy would ever free it. The bind now
 // checks its sandbox before and after its CAS, and the DEL tries to unbind after its release too.

@@ -358,7 +358,7 @@ TEST_F(FixedIpPools, AnAddressExcludedMeanwhileIsKeptInUseAndReplacedAtTheNextSt
     verify_clean("pool/alpha");
 }
 
-// Found by review: the pool-change cleanup matched claims by their display key, which is cut
+// Guards against: the pool-change cleanup matched claims by their display key, which is cut
 // at 71 characters: a StatefulSet with long names kept its old pool's claim for ever.
 TEST_F(FixedIpPools, WhenThePodsPoolChangesTheOldClaimIsReleasedWhateverTheNamesLength) {
     ns = std::string(50, 'n');

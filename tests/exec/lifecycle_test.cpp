@@ -155,6 +155,7 @@ TEST_F(LifecycleClaims, ClaimsCreateRefusesAHeldAddressAnOutsideOneAndBadInputCh
     cluster["ipam"].erase("ranges");
     cluster["ipam"]["poolsDir"] = dir.sub("pools");
     cluster["ipam"]["etcd"] = {{"endpoints", json::array({"http://127.0.0.1:1"})}};
+    cluster["ipam"]["nodeName"] = "node-a";  // cluster mode's plugin refuses a config without
     fs::create_directories(dir.sub("pools"));
     write_config(cluster);
     auto refused = create("shop/db-5", "10.50.0.9", {"--apply"});

@@ -682,3 +682,43 @@ TEST_F(Ctl, ReleaseByAddressNeverFreesAReclaimedAddress) {
 
 }  // namespace
 }  // namespace shmipam::testing
+
+namespace shmipam::testing {
+namespace {
+
+// Before one config reader (ipam/config.h), shmipamctl's verbs read the ipam section each its
+// own lenient way: a field of the wrong type was taken as its default while the plugin refused
+// the same config. `cluster pass` went on to the store with blockMinAgeS "300" read as 300 s, and
+// `explain` chose pools with clean_gateway "yes" read as false.
+TEST(CtlConfig, VerbsRefuseAFieldOfTheWrongTypeAsThePluginDoesNamingIt) {
+    TempDir dir;
+    const json config = {{"cniVersion", "1.1.0"},
+                         {"name", "pods"},
+                         {"type", "bridge"},
+                         {"ipam",
+                          {{"type", "shmipam"},
+                           {"poolsDir", dir.sub("pools")},
+                           {"dataDir", dir.sub("data")},
+                           {"runDir", dir.sub("run")},
+                           {"nodeName", "node-a"},
+                           {"etcd", {{"endpoints", {"http://127.0.0.1:9"}}, {"budgetMs", 200}}}}}};
+    const auto refused = [&](const char* field, const json& value, std::vector<std::string> args) {
+        json c = config;
+        c["ipam"][field] = value;
+        write_file(dir.sub("pods.conf"), c.dump());
+        args.insert(args.end(), {"--config", dir.sub("pods.conf")});
+        auto r = run_ctl(args);
+        EXPECT_EQ(r.exit_code, 2) << field << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find(std::string("ipam.") + field), std::string::npos)
+            << field << ": " << r.err;
+        auto plugin = run_plugin(cni_env("ADD", "c1"), c.dump());
+        EXPECT_EQ(plugin.exit_code, 1) << "the plugin refuses it too";
+        EXPECT_NE(plugin.out.find(field), std::string::npos) << plugin.out;
+    };
+    refused("blockMinAgeS", "300", {"cluster", "pass"});
+    refused("fixedAddressPools", "sts", {"cluster", "ls"});
+    refused("clean_gateway", "yes", {"explain", "--pod", "web-0"});
+}
+
+}  // namespace
+}  // namespace shmipam::testing

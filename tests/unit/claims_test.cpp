@@ -311,7 +311,7 @@ TEST_F(ClaimsTest, ARebuildInTheSameBootKeepsAClaimForItsUnknownSandbox) {
     EXPECT_EQ(allocated(), 0u);
 }
 
-// Found by review: after a reboot a pod's new sandbox bound its claim without writing anything,
+// Guards against: after a reboot a pod's new sandbox bound its claim without writing anything,
 // so a rebuild later in the same boot read only the claim's records of the old boot, took the
 // claim for idle since then, and its policy freed the address under the running pod. Binding a
 // claim of an earlier boot now writes its records again with this boot's id.
@@ -332,7 +332,7 @@ TEST_F(ClaimsTest, ARebuildAfterARebootAndABindKeepsTheClaimInUse) {
     testing::expect_verify_clean(*store);
 }
 
-// Found by review: a sandbox that used a fixed address, added again by a runtime whose config
+// Guards against: a sandbox that used a fixed address, added again by a runtime whose config
 // no longer asks for one, was answered success with no address at all.
 TEST_F(ClaimsTest, ARepeatedAddWithoutTheStickyAskAnswersTheClaimsAddresses) {
     const auto first = all(add_db0("c1"));

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "ipam/config_fields.h"
 #include "plugin/cni_args.h"
 #include "plugin/resolv_conf.h"
 #include "tests/support/temp_dir.h"
@@ -62,9 +63,11 @@ TEST(CniEnv, ValidatesLikeSkel) {
     for (const char* bad : {"", ".", "..", "a/b", "a:b", "a b", "a\tb"}) {
         EXPECT_EQ(validate_ifname(bad).error().code, Code::kInvalidEnv) << bad;
     }
-    EXPECT_TRUE(validate_network_name("k8s-pod-network"));
+    EXPECT_TRUE(ipam::config_fields::validate_network_name("k8s-pod-network"));
     for (const char* bad : {"", "..", ".hidden", "a/b", "a b"}) {
-        EXPECT_EQ(validate_network_name(bad).error().code, Code::kInvalidConfig) << bad;
+        EXPECT_EQ(ipam::config_fields::validate_network_name(bad).error().code,
+                  Code::kInvalidConfig)
+            << bad;
     }
 }
 

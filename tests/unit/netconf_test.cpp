@@ -14,14 +14,23 @@ json base() {
         "isGateway":true,"ipam":{"type":"shmipam","subnet":"10.1.0.0/24"}})");
 }
 
-Expected<NetConf> parse(const json& j, const CniArgs& a = {}) {
-    return parse_netconf(j, a);
+// As the plugin reads a config: its version gated first (plugin/commands.cpp), then the request.
+Expected<ipam::Request> parse(const json& j, const CniArgs& a = {}) {
+    auto version = read_cni_version(j);
+    if (!version) return version.error();
+    return parse_request(j, CniEnv{}, a);
+}
+
+std::vector<std::string> texts(const std::vector<engine::IpAddress>& addresses) {
+    std::vector<std::string> out;
+    for (const auto& a : addresses) out.push_back(a.to_string());
+    return out;
 }
 
 TEST(NetConf, LegacyTopLevelRangeWithDefaults) {
     auto nc = parse(base());
     ASSERT_TRUE(nc) << nc.error().msg;
-    EXPECT_EQ(nc->cni_version, "1.0.0");
+    EXPECT_EQ(*read_cni_version(base()), "1.0.0");
     EXPECT_EQ(nc->network.name, "net1");
     EXPECT_EQ(nc->network.data_dir, "/var/lib/cni/networks");
     EXPECT_EQ(nc->network.run_dir, "/run/shmipam");
@@ -53,11 +62,11 @@ TEST(NetConf, RequestedAddressPrecedence) {
     json j = base();
     CniArgs args;
     args.ips = {"10.1.0.30"};
-    EXPECT_EQ(parse(j, args)->requested_ips, std::vector<std::string>{"10.1.0.30"});
+    EXPECT_EQ(texts(parse(j, args)->requested), std::vector<std::string>{"10.1.0.30"});
     j["runtimeConfig"] = {{"ips", {"10.1.0.20/24"}}};
-    EXPECT_EQ(parse(j, args)->requested_ips, std::vector<std::string>{"10.1.0.20/24"});
+    EXPECT_EQ(texts(parse(j, args)->requested), std::vector<std::string>{"10.1.0.20"});
     j["args"] = {{"cni", {{"ips", {"10.1.0.10"}}}}};
-    EXPECT_EQ(parse(j, args)->requested_ips, std::vector<std::string>{"10.1.0.10"});
+    EXPECT_EQ(texts(parse(j, args)->requested), std::vector<std::string>{"10.1.0.10"});
 }
 
 TEST(NetConf, WrongTypesAreDecodeErrors) {
@@ -187,37 +196,36 @@ TEST(NetConfCluster, EtcdWithPoolsDirIsClusterModeWithCalicosBlockSizes) {
         "ipam":{"type":"shmipam","poolsDir":"/etc/pools","nodeName":"a",
                 "etcd":{"endpoints":["https://10.0.0.1:2379"],"caFile":"/ca"},
                 "maxBlocksPerNode":8}})");
-    auto nc = parse_netconf(j, {});
+    auto nc = parse(j);
     ASSERT_TRUE(nc) << nc.error().msg;
-    ASSERT_TRUE(nc->pool_mode && nc->pool_mode->cluster);
-    EXPECT_EQ(nc->pool_mode->cluster->max_blocks, 8u);
-    EXPECT_EQ(nc->pool_mode->cluster->etcd["caFile"], "/ca");
+    ASSERT_TRUE(nc->pools && nc->pools->cluster);
+    EXPECT_EQ(nc->pools->cluster->max_blocks, 8u);
+    EXPECT_EQ(nc->pools->cluster->etcd["caFile"], "/ca");
     EXPECT_EQ(nc->network.block_prefix_v4, 26);
     EXPECT_EQ(nc->network.block_prefix_v6, 122);
     j["ipam"]["blockSize"] = 28;
-    EXPECT_EQ(parse_netconf(j, {})->network.block_prefix_v4, 28);
-    EXPECT_EQ(nc->pool_mode->cluster->claim_ahead_percent, 75u);
+    EXPECT_EQ(parse(j)->network.block_prefix_v4, 28);
+    EXPECT_EQ(nc->pools->cluster->claim_ahead_percent, 75u);
     j["ipam"]["claimAheadPercent"] = 0;
-    EXPECT_EQ(parse_netconf(j, {})->pool_mode->cluster->claim_ahead_percent, 0u);
-    EXPECT_EQ(nc->pool_mode->cluster->block_min_age_s, 300u);
+    EXPECT_EQ(parse(j)->pools->cluster->claim_ahead_percent, 0u);
+    EXPECT_EQ(nc->pools->cluster->block_min_age_s, 300u);
     j["ipam"]["blockMinAgeS"] = 0;
-    EXPECT_EQ(parse_netconf(j, {})->pool_mode->cluster->block_min_age_s, 0u);
+    EXPECT_EQ(parse(j)->pools->cluster->block_min_age_s, 0u);
     for (json bad : {json(-5), json("300")}) {
         j["ipam"]["blockMinAgeS"] = bad;
-        auto r = parse_netconf(j, {});
+        auto r = parse(j);
         ASSERT_FALSE(r) << bad;
         EXPECT_NE(r.error().msg.find("blockMinAgeS"), std::string::npos) << r.error().msg;
     }
     j["ipam"].erase("blockMinAgeS");
     j["ipam"]["fixedAddressPools"] = json::array({"sts", "vm"});
-    EXPECT_EQ(parse_netconf(j, {})->pool_mode->cluster->fixed_pools,
-              (std::set<std::string>{"sts", "vm"}));
+    EXPECT_EQ(parse(j)->pools->cluster->fixed_pools, (std::set<std::string>{"sts", "vm"}));
     j["ipam"]["fixedAddressPools"] = "sts";
-    EXPECT_FALSE(parse_netconf(j, {}));
+    EXPECT_FALSE(parse(j));
     j["ipam"].erase("fixedAddressPools");
     for (json bad : {json(100), json(-1), json("75")}) {
         j["ipam"]["claimAheadPercent"] = bad;
-        auto r = parse_netconf(j, {});
+        auto r = parse(j);
         ASSERT_FALSE(r) << bad;
         EXPECT_NE(r.error().msg.find("claimAheadPercent"), std::string::npos) << r.error().msg;
     }
@@ -226,19 +234,19 @@ TEST(NetConfCluster, EtcdWithPoolsDirIsClusterModeWithCalicosBlockSizes) {
 TEST(NetConfCluster, EtcdWithoutPoolsDirOrEndpointsIsRefused) {
     json ranges = json::parse(R"({"cniVersion":"1.1.0","name":"n","type":"bridge",
         "ipam":{"type":"shmipam","subnet":"10.1.0.0/24","etcd":{"endpoints":["http://e:2379"]}}})");
-    auto r = parse_netconf(ranges, {});
+    auto r = parse(ranges);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::kInvalidConfig);
     EXPECT_NE(r.error().msg.find("poolsDir"), std::string::npos) << r.error().msg;
     json empty = json::parse(R"({"cniVersion":"1.1.0","name":"n","type":"bridge",
         "ipam":{"type":"shmipam","poolsDir":"/p","etcd":{"endpoints":[]}}})");
-    auto e = parse_netconf(empty, {});
+    auto e = parse(empty);
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().code, Code::kInvalidConfig);
     json typo = json::parse(R"({"cniVersion":"1.1.0","name":"n","type":"bridge",
         "ipam":{"type":"shmipam","poolsDir":"/p",
                 "etcd":{"endpoints":["http://e:2379"],"budgetMs":"5000"}}})");
-    auto t = parse_netconf(typo, {});
+    auto t = parse(typo);
     ASSERT_FALSE(t);
     EXPECT_NE(t.error().msg.find("ipam.etcd.budgetMs"), std::string::npos) << t.error().msg;
 }

@@ -1,12 +1,15 @@
-// The pool lock's wait (cluster/node_files.h): blocked in the kernel, bounded by a timer of the
-// waiting thread, and leaving the process's SIGALRM as it found it.
+// The wait for a lock file (base/file_lock.h, the pool lock of cluster/node_files.h among them):
+// blocked in the kernel, bounded by a timer of the waiting thread, and leaving the process's
+// SIGALRM as it found it; and every lock of the node waited for within a bound.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "cluster/node_files.h"
+#include "cluster/revision_floor.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait_for.h"
 
@@ -73,6 +76,34 @@ TEST(PoolLock, AWaitLeavesSigalrmAsItFoundIt) {
     // Longer than several ticks: this process is still here.
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     SUCCEED();
+}
+
+// The revision floor's lock was waited for without a bound: a process of the node stopped while
+// raising its floor (a debugger, a stalled disk) left every cluster helper of the node waiting
+// until its runtime killed it, with no word of why.
+TEST(FileLock, ARevisionFloorLockHeldByAStuckProcessIsTryAgainLaterNotAWaitWithoutEnd) {
+    testing::TempDir dir;
+    ASSERT_TRUE(cluster::raise_revision_floor(dir.path(), 5));
+    auto stuck = base::FileLock::try_acquire(cluster::revision_floor_path(dir.path()) + ".lock");
+    ASSERT_TRUE(stuck);
+    const auto start = Clock::now();
+    auto raised = std::async(std::launch::async,
+                             [&] { return cluster::raise_revision_floor(dir.path(), 9); });
+    // Far past the bound: a wait without one is reported, not waited out.
+    constexpr auto kPastTheBound = std::chrono::seconds(60);
+    if (raised.wait_for(kPastTheBound) != std::future_status::ready) {
+        ADD_FAILURE() << "still waiting for the floor's lock after " << kPastTheBound.count()
+                      << " s";
+        std::quick_exit(1);  // the waiter cannot be stopped
+    }
+    const Status st = raised.get();
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code, Code::kTryAgainLater);
+    EXPECT_NE(st.error().msg.find("store-revision"), std::string::npos) << st.error().msg;
+    EXPECT_LT(Clock::now() - start, kPastTheBound);
+    stuck.reset();
+    EXPECT_TRUE(cluster::raise_revision_floor(dir.path(), 9)) << "free again once let go";
+    EXPECT_EQ(*cluster::remembered_revision(dir.path()), 9);
 }
 
 }  // namespace

@@ -4,11 +4,10 @@
 #include "tools/render/explain.h"
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "ipam/config.h"
 #include "pools/pool_dir.h"
 #include "pools/selection.h"
 #include "tools/render/json.h"
@@ -28,60 +27,39 @@ struct ExplainOptions {
     std::string multus_namespace, multus_cluster_network;
 };
 
-// The pool fields of a CNI network config file (its "ipam" section).
+// The pool fields of a CNI network config file, read as the plugin reads them (ipam/config.h),
+// and the pod's annotations and labels when the file carries them as a runtime passes them. What
+// the command line gives wins: --annotation and --label come after, the rest are filled only
+// where not given.
 Status read_config(const std::string& path, ExplainOptions& e) {
-    std::ifstream in(path);
-    if (!in) return make_error(Code::kIo, "cannot read " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    json doc = json::parse(ss.str(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("ipam") ||
-        !doc["ipam"].is_object()) {
-        return make_error(Code::kDecode, path + " is not a network config with an ipam section");
+    auto text = read_input(path);
+    if (!text) return text.error();
+    auto doc = ipam::network_config_of(*text, path);
+    if (!doc) return doc.error();
+    // A --node given stands for the config's node name (no node-name file read for it).
+    auto settings = ipam::read_network_settings(*doc, {"", e.node});
+    if (!settings) return settings.error();
+    auto pod = ipam::read_pod_metadata(*doc);
+    if (!pod) return pod.error();
+    if (!settings->pools) {
+        return make_error(Code::kInvalidConfig,
+                          path + " is not pool mode (no ipam.poolsDir): explain reads pools");
     }
-    const json& ipam = doc["ipam"];
-    auto str = [&](const char* k, std::string& out) {
-        if (out.empty() && ipam.contains(k) && ipam[k].is_string())
-            out = ipam[k].get<std::string>();
-    };
-    str("poolsDir", e.pools_dir);
-    str("nodeName", e.node);
-    str("multusNamespace", e.multus_namespace);
-    str("multusClusterNetwork", e.multus_cluster_network);
-    auto list = [&](const char* k, std::vector<std::string>& out) {
-        if (out.empty() && ipam.contains(k) && ipam[k].is_array()) {
-            for (const auto& v : ipam[k]) {
-                if (v.is_string()) out.push_back(v.get<std::string>());
-            }
-        }
-    };
-    list("default_ipv4_ippool", e.default_v4);
-    list("default_ipv6_ippool", e.default_v6);
-    if (ipam.contains("clean_gateway") && ipam["clean_gateway"].is_boolean()) {
-        e.clean_gateway = e.clean_gateway || ipam["clean_gateway"].get<bool>();
-    }
-    // The pod's annotations and labels as a runtime passes them, when the file carries them
-    // (--annotation and --label given on the command line come after, and win).
-    if (auto rc = doc.find("runtimeConfig"); rc != doc.end() && rc->is_object()) {
-        if (auto a = rc->find("io.kubernetes.cri.pod-annotations");
-            a != rc->end() && a->is_object()) {
-            for (const auto& [k, v] : a->items()) {
-                if (v.is_string())
-                    e.annotations.insert(e.annotations.begin(), k + "=" + v.get<std::string>());
-            }
-        }
-    }
-    if (auto a = doc.find("args"); a != doc.end() && a->is_object() && a->contains("cni") &&
-                                   (*a)["cni"].is_object() && (*a)["cni"].contains("labels") &&
-                                   (*a)["cni"]["labels"].is_array()) {
-        for (const auto& kv : (*a)["cni"]["labels"]) {
-            if (kv.is_object() && kv.value("key", json()).is_string() &&
-                kv.value("value", json()).is_string()) {
-                e.labels.insert(e.labels.begin(), kv["key"].get<std::string>() + "=" +
-                                                      kv["value"].get<std::string>());
-            }
-        }
-    }
+    const ipam::PoolMode& pm = *settings->pools;
+    const pools::PoolConfig& c = pm.config;
+    if (e.pools_dir.empty()) e.pools_dir = pm.pools_dir;
+    if (e.node.empty() && pm.node_name_from_config) e.node = pm.node_name;
+    if (e.multus_namespace.empty()) e.multus_namespace = c.multus_namespace;
+    if (e.multus_cluster_network.empty()) e.multus_cluster_network = c.multus_cluster_network;
+    if (e.default_v4.empty()) e.default_v4 = c.default_ipv4_ippool;
+    if (e.default_v6.empty()) e.default_v6 = c.default_ipv6_ippool;
+    e.clean_gateway = e.clean_gateway || c.clean_gateway;
+    // Before those of the command line, which come later and so win.
+    std::vector<std::string> annotations, labels;
+    for (const auto& [k, v] : pod->annotations) annotations.push_back(k + "=" + v);
+    for (const auto& [k, v] : pod->labels) labels.push_back(k + "=" + v);
+    e.annotations.insert(e.annotations.begin(), annotations.begin(), annotations.end());
+    e.labels.insert(e.labels.begin(), labels.begin(), labels.end());
     return Ok{};
 }
 

@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "engine/slots/entry_fields.h"
+#include "ipam/config.h"
 #include "tools/verbs/verbs.h"
 
 namespace shmipam::tools {
@@ -27,21 +28,16 @@ int cmd_gc(const CommonOptions& common, const GcOptions& o) {
     auto text = read_input(o.valid_file);
     if (!text) return cannot_read(text.error());
     // The CNI GC shape: a list of {"containerID", "ifname"}, or a config holding
-    // "cni.dev/valid-attachments".
+    // "cni.dev/valid-attachments" (read as the plugin's GC reads it: ipam/config.h).
     json doc = json::parse(*text, nullptr, false);
     if (doc.is_object() && doc.contains("cni.dev/valid-attachments"))
         doc = doc["cni.dev/valid-attachments"];
-    if (!doc.is_array()) {
-        return cannot_read("--valid wants a JSON list of {\"containerID\",\"ifname\"}");
-    }
+    if (doc.is_discarded()) return cannot_read(o.valid_file + " is not JSON (cut short?)");
+    auto valid = ipam::read_valid_attachments(doc, "--valid " + o.valid_file);
+    if (!valid) return cannot_read(valid.error());
     std::set<std::pair<uint64_t, uint64_t>> keep;
-    for (const auto& a : doc) {
-        if (!a.is_object() || !a.contains("containerID") || !a["containerID"].is_string() ||
-            !a.contains("ifname") || !a["ifname"].is_string()) {
-            return cannot_read("every valid attachment needs string containerID and ifname");
-        }
-        const auto f = engine::fingerprint(a["containerID"].get<std::string>(),
-                                           a["ifname"].get<std::string>());
+    for (const auto& a : *valid) {
+        const auto f = engine::fingerprint(a.container_id, a.ifname);
         keep.insert({f.fp1, f.fp2});
     }
     auto store = open_network(common.run_dir, common.network, shm::Access::kReadWrite);

@@ -172,11 +172,8 @@ int cmd_install(const InstallOptions& o) {
     }
     // One installer at a time per bin directory (two DaemonSets, a DaemonSet and a host
     // install): each compares versions and renames with nobody changing the files meanwhile.
-    const std::string lock_path = o.cni_bin_dir + "/" + kInstallLockName;
-    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
-        return cannot_read("cannot lock " + lock_path + ": " + std::strerror(errno));
-    }
+    auto lock = lock_bin_dir(o.cni_bin_dir);
+    if (!lock) return cannot_read(lock.error());
     struct Planned {
         std::string name, bytes;
         std::optional<BuildVersion> installed;

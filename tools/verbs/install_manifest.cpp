@@ -31,6 +31,13 @@ std::optional<std::string> entry_problem(const ManifestEntry& e) {
 
 }  // namespace
 
+Expected<base::FileLock> lock_bin_dir(const std::string& cni_bin_dir) {
+    return base::FileLock::acquire(
+        cni_bin_dir + "/" + kInstallLockName, kInstallLockWaitMs,
+        {"another shmipamctl install or uninstall",
+         "is an install container of another DaemonSet stuck on this node?"});
+}
+
 std::string manifest_path(const std::string& cni_conf_dir) {
     return cni_conf_dir + "/" + kManifestDir + "/" + kManifestName;
 }

@@ -9,11 +9,14 @@
 //   {"version": "0.1.0", "files": [{"dir": "bin", "path": "shmipam", "sha256": "..."}, ...]}
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/file_lock.h"
 #include "base/shipped_libraries.h"
+#include "base/status.h"
 
 namespace shmipam::tools {
 
@@ -24,6 +27,9 @@ inline constexpr const char* kManifestName = "install-manifest.json";
 inline constexpr const char* kInstallLibDir = kShippedLibDir;
 // The lock installers (and uninstall) take in the bin directory: one of them at a time.
 inline constexpr const char* kInstallLockName = ".shmipam-install.lock";
+// An installer copies three binaries and their libraries and renames them: seconds. One that
+// holds the lock this long is stuck (a DaemonSet pod frozen on a full disk).
+inline constexpr uint64_t kInstallLockWaitMs = 120'000;
 // What install puts in the bin directory, the helpers first (install.cpp says why); uninstall
 // removes them in the other order, the plugin first.
 inline constexpr const char* kInstalledBinaries[] = {"shmipam-cluster", "shmipam-kube", "shmipam"};
@@ -40,6 +46,8 @@ struct InstallManifest {
 };
 
 std::string manifest_path(const std::string& cni_conf_dir);
+// The bin directory's installer lock (base/file_lock.h), waited for at most kInstallLockWaitMs.
+Expected<base::FileLock> lock_bin_dir(const std::string& cni_bin_dir);
 std::string manifest_json(const InstallManifest& m);
 // The manifest in `text`, or why not (not JSON, a field missing, an entry whose path is not
 // one install writes: anything but a binary's name or shmipam-lib/<file> in "bin", or one

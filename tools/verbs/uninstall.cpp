@@ -349,10 +349,8 @@ int cmd_uninstall(const UninstallOptions& o) {
 
     // ---- change: one installer or uninstaller at a time per bin directory ----
     const std::string lock_path = o.cni_bin_dir + "/" + kInstallLockName;
-    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
-        return cannot_read("cannot lock " + lock_path + ": " + std::strerror(errno));
-    }
+    auto lock = lock_bin_dir(o.cni_bin_dir);
+    if (!lock) return cannot_read(lock.error());
     bool kept = false;
     for (const auto& s : steps) {
         if (!s.remove) {
@@ -400,11 +398,10 @@ int cmd_uninstall(const UninstallOptions& o) {
     if (kept) {
         // The manifest stays: a rerun with --force finds what it kept.
         std::cout << "kept " << mpath << " (it lists what was kept)\n";
-        ::close(lock);
         return kExitViolations;
     }
+    // The last of shmipam in the bin directory: the lock file goes too, while still held.
     ::unlink(lock_path.c_str());
-    ::close(lock);
     if (manifest) {
         if (::unlink(mpath.c_str()) != 0 && errno != ENOENT) {
             return cannot_read("cannot remove " + mpath + ": " + std::strerror(errno));

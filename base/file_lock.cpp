@@ -1,0 +1,142 @@
+#include "base/file_lock.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace shmipam::base {
+
+namespace {
+
+// Where no such timer can be had, the wait polls, backing off to this: a waiter notices a freed
+// lock within it.
+constexpr uint64_t kLockPollMaxMs = 8;
+
+void interrupt_only(int) {}
+
+// While it lives, SIGALRM every kWaitTickMs to this thread alone (never another thread of the
+// process), handled by interrupt_only without SA_RESTART: a blocking flock returns EINTR.
+class WaitTicks {
+  public:
+    WaitTicks() {
+        struct sigaction interrupt {};
+        interrupt.sa_handler = interrupt_only;
+        sigemptyset(&interrupt.sa_mask);
+        if (::sigaction(SIGALRM, &interrupt, &old_action_) != 0) return;
+        sigset_t alarm_only;
+        sigemptyset(&alarm_only);
+        sigaddset(&alarm_only, SIGALRM);
+        ::pthread_sigmask(SIG_UNBLOCK, &alarm_only, &old_mask_);
+        sigevent to_this_thread{};
+        to_this_thread.sigev_notify = SIGEV_THREAD_ID;
+        to_this_thread.sigev_signo = SIGALRM;
+        to_this_thread._sigev_un._tid = ::gettid();
+        if (::timer_create(CLOCK_MONOTONIC, &to_this_thread, &timer_) != 0) {
+            restore();
+            return;
+        }
+        const timespec tick{0, FileLock::kWaitTickMs * 1'000'000};
+        const itimerspec every_tick{tick, tick};
+        if (::timer_settime(timer_, 0, &every_tick, nullptr) != 0) {
+            ::timer_delete(timer_);
+            restore();
+            return;
+        }
+        armed_ = true;
+    }
+    ~WaitTicks() {
+        if (!armed_) return;
+        // A tick sent before the delete was delivered on the way back from it (the signal is
+        // unblocked here), to interrupt_only: none is left for the old action.
+        ::timer_delete(timer_);
+        restore();
+    }
+    WaitTicks(const WaitTicks&) = delete;
+    WaitTicks& operator=(const WaitTicks&) = delete;
+
+    bool armed() const { return armed_; }
+
+  private:
+    void restore() {
+        ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+        ::sigaction(SIGALRM, &old_action_, nullptr);
+    }
+
+    struct sigaction old_action_ {};
+    sigset_t old_mask_{};
+    timer_t timer_{};
+    bool armed_ = false;
+};
+
+uint64_t ms_since(const timespec& start) {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    return uint64_t(
+        (int64_t(now.tv_sec - start.tv_sec) * 1'000'000'000 + (now.tv_nsec - start.tv_nsec)) /
+        1'000'000);
+}
+
+}  // namespace
+
+Expected<FileLock> FileLock::acquire(const std::string& path, uint64_t wait_ms,
+                                     const LockHolders& holders) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+    }
+    timespec start{};
+    ::clock_gettime(CLOCK_MONOTONIC, &start);
+    // Blocked in the kernel while the timer ticks; polled where no timer can be had.
+    const WaitTicks ticks;
+    for (uint64_t pause_ms = 1;; pause_ms = std::min(pause_ms * 2, kLockPollMaxMs)) {
+        if (::flock(fd, ticks.armed() ? LOCK_EX : LOCK_EX | LOCK_NB) == 0) return FileLock(fd);
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            const int e = errno;
+            ::close(fd);
+            return make_error(Code::kIo, "cannot lock " + path + ": " + std::strerror(e));
+        }
+        const uint64_t waited = ms_since(start);
+        if (waited >= wait_ms) {
+            ::close(fd);
+            return make_error(Code::kTryAgainLater,
+                              holders.who + " held " + path + " for over " +
+                                  std::to_string(wait_ms) + " ms; try again",
+                              holders.hint);
+        }
+        if (ticks.armed()) continue;  // a tick: the clock looked at, blocked again
+        const timespec pause{0, long(std::min(pause_ms, wait_ms - waited)) * 1000000};
+        ::nanosleep(&pause, nullptr);
+    }
+}
+
+std::optional<FileLock> FileLock::try_acquire(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return std::nullopt;
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd);
+        return std::nullopt;
+    }
+    return FileLock(fd);
+}
+
+FileLock& FileLock::operator=(FileLock&& o) noexcept {
+    if (this != &o) {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = o.fd_;
+        o.fd_ = -1;
+    }
+    return *this;
+}
+
+FileLock::~FileLock() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace shmipam::base
