@@ -4,12 +4,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 namespace shmipam::base {
 
@@ -21,15 +23,48 @@ constexpr uint64_t kLockPollMaxMs = 8;
 
 void interrupt_only(int) {}
 
+// The process's SIGALRM action while any thread waits: interrupt_only, installed by the first
+// waiter and the old action put back by the last (a waiter that restored it while another's
+// timer still ticked would let the next tick kill the process).
+class AlarmAction {
+  public:
+    static bool enter() {
+        std::lock_guard<std::mutex> hold(mutex());
+        if (waiters() == 0) {
+            struct sigaction interrupt {};
+            interrupt.sa_handler = interrupt_only;
+            sigemptyset(&interrupt.sa_mask);
+            if (::sigaction(SIGALRM, &interrupt, &saved()) != 0) return false;
+        }
+        ++waiters();
+        return true;
+    }
+    static void leave() {
+        std::lock_guard<std::mutex> hold(mutex());
+        if (--waiters() == 0) ::sigaction(SIGALRM, &saved(), nullptr);
+    }
+
+  private:
+    static std::mutex& mutex() {
+        static std::mutex m;
+        return m;
+    }
+    static int& waiters() {
+        static int n = 0;
+        return n;
+    }
+    static struct sigaction& saved() {
+        static struct sigaction old {};
+        return old;
+    }
+};
+
 // While it lives, SIGALRM every kWaitTickMs to this thread alone (never another thread of the
 // process), handled by interrupt_only without SA_RESTART: a blocking flock returns EINTR.
 class WaitTicks {
   public:
     WaitTicks() {
-        struct sigaction interrupt {};
-        interrupt.sa_handler = interrupt_only;
-        sigemptyset(&interrupt.sa_mask);
-        if (::sigaction(SIGALRM, &interrupt, &old_action_) != 0) return;
+        if (!AlarmAction::enter()) return;
         sigset_t alarm_only;
         sigemptyset(&alarm_only);
         sigaddset(&alarm_only, SIGALRM);
@@ -66,14 +101,23 @@ class WaitTicks {
   private:
     void restore() {
         ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-        ::sigaction(SIGALRM, &old_action_, nullptr);
+        AlarmAction::leave();
     }
 
-    struct sigaction old_action_ {};
     sigset_t old_mask_{};
     timer_t timer_{};
     bool armed_ = false;
 };
+
+// Whether the locked file `fd` is still the one at `path`: an uninstall removes the lock file
+// last, holding it, and a waiter that then gets the lock of the removed file must not work
+// beside one that opened the path anew.
+bool still_at_path(int fd, const std::string& path) {
+    struct stat held {
+    }, named{};
+    return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+           held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
 
 uint64_t ms_since(const timespec& start) {
     timespec now{};
@@ -86,13 +130,29 @@ uint64_t ms_since(const timespec& start) {
 }  // namespace
 
 Expected<FileLock> FileLock::acquire(const std::string& path, uint64_t wait_ms,
-                                     const LockHolders& holders) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
-    }
+                                     const LockHolders& holders, mode_t mode) {
     timespec start{};
     ::clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0) {
+            return make_error(Code::kIo, "cannot open " + path + ": " + std::strerror(errno));
+        }
+        auto held = wait_for(fd, path, start, wait_ms, holders);
+        if (!held) return held.error();
+        if (still_at_path(held->fd(), path)) return held;
+        // The file was removed (or replaced) while this waited: the lock of the one at the path
+        // now, within the same bound.
+        if (ms_since(start) >= wait_ms) {
+            return make_error(Code::kTryAgainLater,
+                              path + " kept being removed or replaced while waited for; try again",
+                              holders.hint);
+        }
+    }
+}
+
+Expected<FileLock> FileLock::wait_for(int fd, const std::string& path, const timespec& start,
+                                      uint64_t wait_ms, const LockHolders& holders) {
     // Blocked in the kernel while the timer ticks; polled where no timer can be had.
     const WaitTicks ticks;
     for (uint64_t pause_ms = 1;; pause_ms = std::min(pause_ms * 2, kLockPollMaxMs)) {
@@ -116,10 +176,10 @@ Expected<FileLock> FileLock::acquire(const std::string& path, uint64_t wait_ms,
     }
 }
 
-std::optional<FileLock> FileLock::try_acquire(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+std::optional<FileLock> FileLock::try_acquire(const std::string& path, mode_t mode) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0) return std::nullopt;
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || !still_at_path(fd, path)) {
         ::close(fd);
         return std::nullopt;
     }

@@ -9,8 +9,12 @@
 // in the kernel, which hands the lock on the moment its holder lets go and costs the waiter
 // nothing meanwhile (on a node where hundreds of ADDs start at once, waiters that poll take the
 // CPU the holder needs); a timer of the waiting thread interrupts it every kWaitTickMs to check
-// the bound. Where no timer can be had, the wait polls.
+// the bound. Where no timer can be had, the wait polls. Threads may wait at once: SIGALRM's
+// action is shared by the waiters and put back by the last.
 #pragma once
+
+#include <sys/types.h>
+#include <time.h>
 
 #include <cstdint>
 #include <optional>
@@ -34,10 +38,12 @@ class FileLock {
 
     // Waits at most `wait_ms` for it: code 11 (try again later) after that; code 74 (I/O) when
     // the file cannot be opened or locked. The directory must exist.
+    // `mode`: the file's, when this creates it. A file removed while this waited (an uninstall
+    // removes the installers' lock file last) is opened again and waited for anew.
     static Expected<FileLock> acquire(const std::string& path, uint64_t wait_ms,
-                                      const LockHolders& holders);
+                                      const LockHolders& holders, mode_t mode = 0644);
     // Held now, or nullopt: another holder is at work (or the file cannot be opened).
-    static std::optional<FileLock> try_acquire(const std::string& path);
+    static std::optional<FileLock> try_acquire(const std::string& path, mode_t mode = 0644);
     // The lock a caller handed over on descriptor `fd` (already held).
     static FileLock adopt(int fd) { return FileLock(fd); }
 
@@ -51,6 +57,9 @@ class FileLock {
 
   private:
     explicit FileLock(int fd) : fd_(fd) {}
+    // Waits for the lock on `fd` (closed unless the lock is got) until `wait_ms` after `start`.
+    static Expected<FileLock> wait_for(int fd, const std::string& path, const timespec& start,
+                                       uint64_t wait_ms, const LockHolders& holders);
     int fd_ = -1;
 };
 

@@ -45,8 +45,8 @@ Error unknown_op(const Protocol& p, const std::string& op);
 nlohmann::json error_json(const Error& e);
 
 // The helper's stdout read back: the op's answer object, or the error it answered with its code
-// (a code that is no CNI code is the helper's fault: 999), or 999 for text that is no JSON
-// object (the first kAnswerShownBytes of it in the details).
+// (a code that is not a positive integer is the helper's fault: 999), or 999 for text that is
+// no JSON object (the first kAnswerShownBytes of it in the details).
 inline constexpr size_t kAnswerShownBytes = 200;
 Expected<nlohmann::json> answer_object(const Protocol& p, std::string_view text);
 

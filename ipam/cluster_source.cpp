@@ -78,19 +78,20 @@ std::vector<engine::Cidr> cached_blocks(const cluster::NodeFiles& files, const s
 
 namespace {
 
-// The agent as a separate program: the helper exec'd with the request on its stdin.
+// The agent as a separate program: the helper exec'd with the request on its stdin. Its path is
+// found only when it runs: most ADDs are served from the cache and exec nothing.
 class ExecHelper final : public AgentRunner {
   public:
-    explicit ExecHelper(std::string path) : path_(std::move(path)) {}
+    explicit ExecHelper(const ClusterMode& mode) : mode_(mode) {}
     Expected<std::string> run(const std::string& request, int lock_fd) override {
-        return run_helper(path_, request, lock_fd);
+        return run_helper(helper_path(mode_), request, lock_fd);
     }
     void start_detached(const std::string& request, int lock_fd) override {
-        spawn_detached(path_, request, lock_fd);
+        spawn_detached(helper_path(mode_), request, lock_fd);
     }
 
   private:
-    std::string path_;
+    const ClusterMode& mode_;
 };
 
 }  // namespace
@@ -99,7 +100,7 @@ ClusterSource::ClusterSource(const Request& r)
     : request_(r),
       mode_(*r.pools->cluster),
       files_(node_files(r)),
-      own_agent_(std::make_unique<ExecHelper>(helper_path(mode_))),
+      own_agent_(std::make_unique<ExecHelper>(mode_)),
       agent_(own_agent_.get()) {}
 
 ClusterSource::ClusterSource(const Request& r, AgentRunner& agent)

@@ -36,18 +36,22 @@ constexpr uint64_t kBudgetMs = 1000;
 class InProcessAgent final : public ipam::AgentRunner {
   public:
     explicit InProcessAgent(MemoryEtcd& etcd) : etcd_(etcd) {}
+    InProcessAgent(const InProcessAgent&) = delete;
+    InProcessAgent& operator=(const InProcessAgent&) = delete;
+    // Detached agents never served let their locks go with the test.
+    ~InProcessAgent() {
+        for (const auto& d : detached) {
+            if (d.second >= 0) ::close(d.second);
+        }
+    }
 
     Expected<std::string> run(const std::string& request, int lock_fd) override {
         ++runs;
         return serve(request, lock_fd >= 0 ? ::dup(lock_fd) : -1);
     }
+    // Recorded, holding its lock, and never served: no decision tested here starts one.
     void start_detached(const std::string& request, int lock_fd) override {
         detached.push_back({request, lock_fd >= 0 ? ::dup(lock_fd) : -1});
-    }
-    // The detached agents, served now (each holds its lock until then).
-    void serve_detached() {
-        for (const auto& [request, fd] : detached) (void)serve(request, fd);
-        detached.clear();
     }
 
     int runs = 0;
@@ -56,7 +60,10 @@ class InProcessAgent final : public ipam::AgentRunner {
   private:
     std::string serve(const std::string& text, int handed_fd) {
         auto request = protocol::decode(text);
-        if (!request) return base::envelope::error_json(request.error()).dump();
+        if (!request) {
+            if (handed_fd >= 0) ::close(handed_fd);  // the agent would have adopted it
+            return base::envelope::error_json(request.error()).dump();
+        }
         MemoryKv kv(etcd_);
         auto answer = cluster::agent::serve(*request, kv, {handed_fd, 8 * kBudgetMs});
         if (!answer) return base::envelope::error_json(answer.error()).dump();

@@ -1,8 +1,10 @@
 // The wait for a lock file (base/file_lock.h, the pool lock of cluster/node_files.h among them):
 // blocked in the kernel, bounded by a timer of the waiting thread, and leaving the process's
-// SIGALRM as it found it; and every lock of the node waited for within a bound.
+// SIGALRM as it found it, with two threads waiting at once too; and the revision floor's lock
+// waited for within its bound.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <future>
@@ -76,6 +78,53 @@ TEST(PoolLock, AWaitLeavesSigalrmAsItFoundIt) {
     // Longer than several ticks: this process is still here.
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     SUCCEED();
+}
+
+// Two threads waiting at once share SIGALRM's action: the first to stop waiting put the default
+// action back while the other's timer still ticked, and that tick ended the process.
+TEST(FileLock, TwoThreadsWaitingAtOnceLeaveSigalrmAsFoundAndTheProcessAlive) {
+    testing::TempDir dir;
+    const std::string path = dir.sub("shared.lock");
+    auto holder = base::FileLock::try_acquire(path);
+    ASSERT_TRUE(holder);
+    const base::LockHolders holders{"the test", ""};
+    Expected<base::FileLock> shorter = make_error(Code::kInternal, "not run");
+    Expected<base::FileLock> longer = make_error(Code::kInternal, "not run");
+    std::thread a([&] { shorter = base::FileLock::acquire(path, 250, holders); });
+    std::thread b([&] { longer = base::FileLock::acquire(path, 1'500, holders); });
+    a.join();
+    b.join();
+    ASSERT_FALSE(shorter);
+    ASSERT_FALSE(longer);
+    EXPECT_EQ(shorter.error().code, Code::kTryAgainLater);
+    EXPECT_EQ(longer.error().code, Code::kTryAgainLater);
+    struct sigaction after {};
+    ASSERT_EQ(::sigaction(SIGALRM, nullptr, &after), 0);
+    EXPECT_EQ(after.sa_handler, SIG_DFL);
+}
+
+// An uninstall removes the installers' lock file last, holding it. A waiter then got the lock
+// of the removed file and worked beside an installer that had made the file anew and locked it.
+TEST(FileLock, AWaiterWhoseFileWasRemovedLocksTheOneAtThePathNow) {
+    testing::TempDir dir;
+    const std::string path = dir.sub("install.lock");
+    auto holder = base::FileLock::try_acquire(path);
+    ASSERT_TRUE(holder);
+    testing::OpenWatch opened(path);
+    ASSERT_TRUE(opened.watching());
+    Expected<base::FileLock> got = make_error(Code::kInternal, "not run");
+    std::thread waiter([&] { got = base::FileLock::acquire(path, kLongWaitMs, {"the test", ""}); });
+    ASSERT_TRUE(opened.wait_opens(1));  // the waiter has the file open
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    holder.reset();  // the removed file's lock goes
+    waiter.join();
+    ASSERT_TRUE(got) << got.error().msg;
+    struct stat held {
+    }, named{};
+    ASSERT_EQ(::fstat(got->fd(), &held), 0);
+    ASSERT_EQ(::stat(path.c_str(), &named), 0) << "the waiter made the file anew";
+    EXPECT_EQ(held.st_ino, named.st_ino) << "the lock held is the one at the path";
+    EXPECT_FALSE(base::FileLock::try_acquire(path)) << "and it is held";
 }
 
 // The revision floor's lock was waited for without a bound: a process of the node stopped while

@@ -36,14 +36,27 @@ Status read_config(const std::string& path, ExplainOptions& e) {
     if (!text) return text.error();
     auto doc = ipam::network_config_of(*text, path);
     if (!doc) return doc.error();
-    // A --node given stands for the config's node name (no node-name file read for it).
+    // A --node given stands for the config's node name; without one, a cluster-mode config
+    // names its node as the plugin finds it (ipam.nodeName, else the node-name file).
     auto settings = ipam::read_network_settings(*doc, {"", e.node});
-    if (!settings) return settings.error();
+    if (!settings) {
+        Error err = settings.error();
+        err.msg = path + ": " + err.msg;
+        return err;
+    }
     auto pod = ipam::read_pod_metadata(*doc);
     if (!pod) return pod.error();
+    // Before those of the command line, which come later and so win.
+    std::vector<std::string> annotations, labels;
+    for (const auto& [k, v] : pod->annotations) annotations.push_back(k + "=" + v);
+    for (const auto& [k, v] : pod->labels) labels.push_back(k + "=" + v);
+    e.annotations.insert(e.annotations.begin(), annotations.begin(), annotations.end());
+    e.labels.insert(e.labels.begin(), labels.begin(), labels.end());
+    // A config of ranges mode gives no pool fields: --pools-dir and the rest must.
     if (!settings->pools) {
+        if (!e.pools_dir.empty()) return Ok{};
         return make_error(Code::kInvalidConfig,
-                          path + " is not pool mode (no ipam.poolsDir): explain reads pools");
+                          path + " is not pool mode (no ipam.poolsDir): give --pools-dir");
     }
     const ipam::PoolMode& pm = *settings->pools;
     const pools::PoolConfig& c = pm.config;
@@ -54,12 +67,6 @@ Status read_config(const std::string& path, ExplainOptions& e) {
     if (e.default_v4.empty()) e.default_v4 = c.default_ipv4_ippool;
     if (e.default_v6.empty()) e.default_v6 = c.default_ipv6_ippool;
     e.clean_gateway = e.clean_gateway || c.clean_gateway;
-    // Before those of the command line, which come later and so win.
-    std::vector<std::string> annotations, labels;
-    for (const auto& [k, v] : pod->annotations) annotations.push_back(k + "=" + v);
-    for (const auto& [k, v] : pod->labels) labels.push_back(k + "=" + v);
-    e.annotations.insert(e.annotations.begin(), annotations.begin(), annotations.end());
-    e.labels.insert(e.labels.begin(), labels.begin(), labels.end());
     return Ok{};
 }
 

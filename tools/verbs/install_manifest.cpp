@@ -35,7 +35,8 @@ Expected<base::FileLock> lock_bin_dir(const std::string& cni_bin_dir) {
     return base::FileLock::acquire(
         cni_bin_dir + "/" + kInstallLockName, kInstallLockWaitMs,
         {"another shmipamctl install or uninstall",
-         "is an install container of another DaemonSet stuck on this node?"});
+         "is an install container of another DaemonSet stuck on this node?"},
+        kInstallLockMode);
 }
 
 std::string manifest_path(const std::string& cni_conf_dir) {

@@ -30,6 +30,8 @@ inline constexpr const char* kInstallLockName = ".shmipam-install.lock";
 // An installer copies three binaries and their libraries and renames them: seconds. One that
 // holds the lock this long is stuck (a DaemonSet pod frozen on a full disk).
 inline constexpr uint64_t kInstallLockWaitMs = 120'000;
+// Root's alone: another user who could open it could hold it and stall every install.
+inline constexpr mode_t kInstallLockMode = 0600;
 // What install puts in the bin directory, the helpers first (install.cpp says why); uninstall
 // removes them in the other order, the plugin first.
 inline constexpr const char* kInstalledBinaries[] = {"shmipam-cluster", "shmipam-kube", "shmipam"};

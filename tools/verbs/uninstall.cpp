@@ -400,8 +400,6 @@ int cmd_uninstall(const UninstallOptions& o) {
         std::cout << "kept " << mpath << " (it lists what was kept)\n";
         return kExitViolations;
     }
-    // The last of shmipam in the bin directory: the lock file goes too, while still held.
-    ::unlink(lock_path.c_str());
     if (manifest) {
         if (::unlink(mpath.c_str()) != 0 && errno != ENOENT) {
             return cannot_read("cannot remove " + mpath + ": " + std::strerror(errno));
@@ -411,6 +409,9 @@ int cmd_uninstall(const UninstallOptions& o) {
         if (::rmdir(mdir.c_str()) == 0) std::cout << "removed " << mdir << "\n";
         fsync_dir(o.cni_conf_dir);
     }
+    // The last of shmipam in the bin directory, once all else is done: an installer waiting
+    // for the lock finds the file gone and locks the one it makes anew (base/file_lock.h).
+    ::unlink(lock_path.c_str());
     return kExitClean;
 }
 
