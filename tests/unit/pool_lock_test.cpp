@@ -90,7 +90,12 @@ TEST(FileLock, TwoThreadsWaitingAtOnceLeaveSigalrmAsFoundAndTheProcessAlive) {
     const base::LockHolders holders{"the test", ""};
     Expected<base::FileLock> shorter = make_error(Code::kInternal, "not run");
     Expected<base::FileLock> longer = make_error(Code::kInternal, "not run");
+    testing::OpenWatch opened(path);
+    ASSERT_TRUE(opened.watching());
+    // The shorter wait first, so that it is the first to stop, while the other's timer ticks.
     std::thread a([&] { shorter = base::FileLock::acquire(path, 250, holders); });
+    ASSERT_TRUE(opened.wait_opens(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // its handler in place
     std::thread b([&] { longer = base::FileLock::acquire(path, 1'500, holders); });
     a.join();
     b.join();
